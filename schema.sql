@@ -1,0 +1,116 @@
+-- sqlstore schema, version 1. The single source of truth for tables and indexes.
+-- Applied by sqlstore.sqlite.schema inside one BEGIN IMMEDIATE transaction, after the
+-- file-level pragmas (journal_mode=WAL, auto_vacuum=INCREMENTAL) are set, and stamped
+-- with PRAGMA application_id / user_version. Times are integer nanoseconds since the
+-- Unix epoch (UTC), read from the clock by Python at call time, never by SQL.
+
+-- One row per session snapshot, with the inventory columns that listing, paging and
+-- retention read without decoding the snapshot.
+CREATE TABLE sessions (
+    id              TEXT PRIMARY KEY NOT NULL,
+    snapshot        BLOB NOT NULL,
+    state           TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    relationship    TEXT NOT NULL,          -- canonical JSON of Relationship
+    owner           TEXT,                   -- canonical JSON of Principal, or NULL
+    owner_key       TEXT,                   -- (issuer, subject) identity, or NULL
+    created_at_ns   INTEGER NOT NULL,
+    title           TEXT NOT NULL,
+    model_id        TEXT NOT NULL,
+    turns           INTEGER NOT NULL,
+    estimated_bytes INTEGER NOT NULL,
+    modified_at_ns  INTEGER NOT NULL,
+    version         INTEGER NOT NULL
+);
+CREATE INDEX sessions_by_modified ON sessions (modified_at_ns, id);
+CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id);
+
+-- One row per existing event log. The generation is minted when the log is created
+-- and the row is deleted with the session, so a recreated log has a new generation.
+CREATE TABLE event_logs (
+    session_id     TEXT PRIMARY KEY NOT NULL,
+    generation     TEXT NOT NULL,
+    length         INTEGER NOT NULL,
+    modified_at_ns INTEGER NOT NULL
+);
+
+-- The records of every log; pos is the 1-based record number within its generation.
+CREATE TABLE events (
+    session_id TEXT NOT NULL,
+    pos        INTEGER NOT NULL,
+    is_gap     INTEGER NOT NULL,
+    type       TEXT NOT NULL,               -- event type, '' for a gap
+    at_ns      INTEGER NOT NULL,
+    body       BLOB NOT NULL,               -- event JSON, or the gap reason (UTF-8)
+    PRIMARY KEY (session_id, pos)
+);
+
+-- Tool-call audit trail; seq keeps record order and is never reused.
+CREATE TABLE tool_calls (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    call_id    TEXT NOT NULL,
+    tool       TEXT NOT NULL,
+    args       TEXT NOT NULL,
+    result     TEXT NOT NULL,
+    is_error   INTEGER NOT NULL,
+    at_ns      INTEGER NOT NULL,
+    queued_us  INTEGER NOT NULL,
+    took_us    INTEGER NOT NULL,
+    run_id     TEXT NOT NULL
+);
+CREATE INDEX tool_calls_by_session ON tool_calls (session_id, seq);
+CREATE INDEX tool_calls_by_tool ON tool_calls (tool, seq);
+CREATE INDEX tool_calls_by_time ON tool_calls (at_ns);
+
+-- Leases on session ids (and on internal names such as the retention daemon's).
+-- last_token survives release so a fencing token never goes backwards.
+CREATE TABLE leases (
+    name          TEXT PRIMARY KEY NOT NULL,
+    owner         TEXT,
+    token         INTEGER NOT NULL,
+    expires_at_ns INTEGER NOT NULL
+);
+
+-- Small counters: inventory_generation (bumped by save, create and delete).
+CREATE TABLE store_meta (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value INTEGER NOT NULL
+);
+INSERT INTO store_meta (key, value) VALUES ('inventory_generation', 0);
+
+-- Resumable imports: one row per job, one per source item with its fingerprint.
+CREATE TABLE migrations (
+    job_id        TEXT PRIMARY KEY NOT NULL,
+    source        TEXT NOT NULL,
+    format        TEXT NOT NULL,
+    started_at_ns INTEGER NOT NULL,
+    updated_at_ns INTEGER NOT NULL,
+    state         TEXT NOT NULL
+);
+CREATE TABLE migration_items (
+    job_id      TEXT NOT NULL REFERENCES migrations (job_id) ON DELETE CASCADE,
+    item        TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    mtime_ns    INTEGER NOT NULL,
+    sha256      TEXT NOT NULL,
+    outcome     TEXT NOT NULL,
+    session_id  TEXT,
+    detail      TEXT NOT NULL DEFAULT '',
+    at_ns       INTEGER NOT NULL,
+    PRIMARY KEY (job_id, item)
+);
+
+-- One row per retention sweep.
+CREATE TABLE retention_runs (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at_ns INTEGER NOT NULL,
+    ended_at_ns   INTEGER NOT NULL,
+    policy_hash   TEXT NOT NULL,
+    planned       INTEGER NOT NULL,
+    deleted       INTEGER NOT NULL,
+    changed       INTEGER NOT NULL,
+    failed        INTEGER NOT NULL,
+    dry_run       INTEGER NOT NULL DEFAULT 0,
+    detail        TEXT NOT NULL DEFAULT ''
+);

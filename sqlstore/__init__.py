@@ -1,0 +1,86 @@
+"""sqlstore: a durable, SQLite-backed session store for AI-agent runs.
+
+One SQLite file (WAL mode, through apsw) holds, per session, the snapshot of the
+whole session aggregate, an append-only event log read by resumable cursors, and
+a tool-call audit trail. ``MemoryStore`` offers the same contracts in memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlstore.audit import ToolCallRecord
+from sqlstore.events import Event, LogRecord
+from sqlstore.fold import SessionSeed, fold
+from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
+from sqlstore.memory import MemoryStore
+from sqlstore.model import (
+    Ask,
+    Counters,
+    Kind,
+    Limits,
+    Message,
+    Part,
+    Principal,
+    Relationship,
+    State,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+from sqlstore.session import Session
+from sqlstore.sqlite import SQLiteStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Ask",
+    "Counters",
+    "Event",
+    "Kind",
+    "Lease",
+    "Limits",
+    "LogRecord",
+    "MemoryStore",
+    "Message",
+    "Page",
+    "Part",
+    "Principal",
+    "Relationship",
+    "SQLiteStore",
+    "Session",
+    "SessionMeta",
+    "SessionSeed",
+    "State",
+    "StoredSession",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolResult",
+    "Usage",
+    "__version__",
+    "fold",
+    "open",
+]
+
+
+def open(target: str, **options: Any) -> MemoryStore | SQLiteStore:  # noqa: A001 - spec name
+    """Open a store by URL: ``memory:``, ``sqlite:///relative.db``, ``sqlite:////abs/path.db``, or a plain path.
+
+    Options go to the backend's constructor (for SQLite: ``durability``,
+    ``busy_timeout_ms``).
+
+    Raises:
+        ValueError: the URL scheme is not supported.
+    """
+    if target in ("memory:", "memory://"):
+        if options:
+            raise ValueError(f"MemoryStore takes no options, got {sorted(options)}")
+        return MemoryStore()
+    if target.startswith("sqlite:///"):
+        return SQLiteStore(target[len("sqlite:///") :], **options)
+    if target.startswith("sqlite://"):
+        raise ValueError("sqlite URLs are sqlite:///relative.db or sqlite:////absolute/path.db")
+    if "://" in target:
+        scheme = target.split("://", 1)[0]
+        raise ValueError(f"unsupported store URL scheme {scheme!r}; use sqlite:/// or memory:")
+    return SQLiteStore(target, **options)

@@ -1,0 +1,71 @@
+"""Time: reading the clock at call time, and converting timestamps.
+
+The clock is always read inside a function body (never at import, never stored),
+so freezegun controls every timestamp sqlstore writes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime, timedelta
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+    r"(Z|z|[+-]\d{2}:\d{2})$"
+)
+
+
+def now() -> datetime:
+    """Return the current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def now_ns() -> int:
+    """Return the current time as integer nanoseconds since the Unix epoch."""
+    return time.time_ns()
+
+
+def to_ns(moment: datetime) -> int:
+    """Convert an aware datetime to integer nanoseconds since the epoch (exact to 1 µs)."""
+    if moment.tzinfo is None:
+        raise ValueError("naive datetime: sqlstore needs timezone-aware UTC times")
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def from_ns(ns: int) -> datetime:
+    """Convert integer nanoseconds since the epoch to an aware UTC datetime (µs precision)."""
+    return _EPOCH + timedelta(microseconds=ns // 1_000)
+
+
+def format_rfc3339(moment: datetime) -> str:
+    """Format an aware datetime as RFC 3339 in UTC with microseconds and a `Z`."""
+    if moment.tzinfo is None:
+        raise ValueError("naive datetime: sqlstore needs timezone-aware UTC times")
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond:06d}Z"
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """Parse an RFC 3339 timestamp (up to nanoseconds) into an aware UTC datetime.
+
+    Digits below a microsecond are dropped.
+
+    Raises:
+        ValueError: the text is not an RFC 3339 timestamp.
+    """
+    match = _RFC3339.match(text)
+    if match is None:
+        raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
+    year, month, day, hour, minute, second, frac, zone = match.groups()
+    micro = int((frac or "0")[:6].ljust(6, "0"))
+    parsed = datetime(
+        int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=UTC
+    )
+    if zone not in ("Z", "z"):
+        sign = 1 if zone[0] == "+" else -1
+        offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+        parsed -= sign * offset
+    return parsed

@@ -1,0 +1,3 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
