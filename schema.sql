@@ -72,12 +72,14 @@ CREATE TABLE leases (
     expires_at_ns INTEGER NOT NULL
 );
 
--- Small counters: inventory_generation (bumped by save, create and delete).
+-- Small counters: inventory_generation (bumped by save, create and delete) and
+-- write_seq (the source of sessions.version: every write to a session takes the next
+-- value, so a version is never reused, not even after a delete and a re-create).
 CREATE TABLE store_meta (
     key   TEXT PRIMARY KEY NOT NULL,
     value INTEGER NOT NULL
 );
-INSERT INTO store_meta (key, value) VALUES ('inventory_generation', 0);
+INSERT INTO store_meta (key, value) VALUES ('inventory_generation', 0), ('write_seq', 0);
 
 -- Resumable imports: one row per job, one per source item with its fingerprint.
 CREATE TABLE migrations (

@@ -63,8 +63,8 @@ __all__ = [
 ]
 
 
-def open(target: str, **options: Any) -> MemoryStore | SQLiteStore:  # noqa: A001 - spec name
-    """Open a store by URL: ``memory:``, ``sqlite:///relative.db``, ``sqlite:////abs/path.db``, or a plain path.
+def open(target: str, **options: Any) -> MemoryStore | SQLiteStore:
+    """Open a store by URL: ``memory:``, ``sqlite:///rel.db``, ``sqlite:////abs.db``, or a path.
 
     Options go to the backend's constructor (for SQLite: ``durability``,
     ``busy_timeout_ms``).

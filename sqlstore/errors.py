@@ -129,6 +129,12 @@ class StoreClosed(StoreError):
     """The store was used after `close()`."""
 
 
+class StoreMissing(StoreError):
+    """The database file does not exist and the operation does not create one."""
+
+    default_hint = "Create it with `sqlstore init`, or point --db (or SQLSTORE_DB) at the file."
+
+
 class UnsafePath(StoreError):
     """The database path is refused (for example its final component is a symlink)."""
 

@@ -67,7 +67,7 @@ def _typed(data: dict[str, Any], key: str, kind: type, default: Any) -> Any:
             raise TypeError(f"missing {key!r}")
         return default
     value = data[key]
-    if isinstance(value, bool) and kind is int or not isinstance(value, kind):
+    if (isinstance(value, bool) and kind is int) or not isinstance(value, kind):
         raise TypeError(f"{key!r} must be {kind.__name__}")
     return value
 

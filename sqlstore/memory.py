@@ -9,6 +9,7 @@ One lock guards all state; followers wait on a condition tied to it.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import threading
 from collections.abc import Iterator
@@ -153,7 +154,7 @@ class MemorySessions:
                 raise TypeError("seed must be a SessionSeed") from None
             return fold(seed, self._events.read(session_id))
 
-    def list(self) -> list[StoredSession]:
+    def list(self) -> builtins.list[StoredSession]:
         """Return every stored session with its modification time."""
         with self._s.lock:
             self._s.check_open()
@@ -384,7 +385,7 @@ class MemoryAudit:
             self._s.audit.setdefault(rec.session_id, []).append((next(self._s.audit_order), rec))
             self._s.touch(rec.session_id, now_ns)
 
-    def list(self, session_id: str) -> list[ToolCallRecord]:
+    def list(self, session_id: str) -> builtins.list[ToolCallRecord]:
         """Return a session's records in record order."""
         validate_session_id(session_id)
         with self._s.lock:
@@ -398,7 +399,7 @@ class MemoryAudit:
         since: datetime | None = None,
         errors_only: bool = False,
         limit: int | None = None,
-    ) -> list[ToolCallRecord]:
+    ) -> builtins.list[ToolCallRecord]:
         """Return matching records across sessions in record order."""
         with self._s.lock:
             self._s.check_open()

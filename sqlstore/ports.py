@@ -7,6 +7,7 @@ behind each method is pinned by :mod:`sqlstore.conformance`.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
@@ -33,7 +34,7 @@ class SessionStore(Protocol):
     def create(self, session: Session) -> None:
         """Store the snapshot only if none exists (atomic); else ``SessionAlreadyExists``."""
 
-    def list(self) -> list[StoredSession]:
+    def list(self) -> builtins.list[StoredSession]:
         """Return every stored session with its modification time; no transcript loaded."""
 
     def delete(self, session_id: str) -> None:
@@ -97,7 +98,7 @@ class AuditTrail(Protocol):
     def record(self, rec: ToolCallRecord) -> None:
         """Store one record durably."""
 
-    def list(self, session_id: str) -> list[ToolCallRecord]:
+    def list(self, session_id: str) -> builtins.list[ToolCallRecord]:
         """Return a session's records in record order."""
 
     def query(
@@ -107,7 +108,7 @@ class AuditTrail(Protocol):
         since: datetime | None = None,
         errors_only: bool = False,
         limit: int | None = None,
-    ) -> list[ToolCallRecord]:
+    ) -> builtins.list[ToolCallRecord]:
         """Return records across sessions matching every given filter, oldest first."""
 
 

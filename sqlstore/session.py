@@ -82,7 +82,7 @@ class Session:
     @classmethod
     def new(
         cls,
-        id: str,  # noqa: A002 - the spec names this parameter `id`
+        id: str,
         *,
         mode: str = "default",
         limits: Limits | None = None,

@@ -133,7 +133,7 @@ def from_json(doc: object) -> Session:
 
 def _field(doc: dict[str, Any], key: str, kind: type, default: Any) -> Any:
     value = doc.get(key, default)
-    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
         raise SnapshotError(f"snapshot field {key!r} must be {kind.__name__}, got {value!r:.60}")
     return value
 

@@ -1,0 +1,200 @@
+"""Opening connections: the only place that creates files and sets pragmas.
+
+File creation is done by us, not by SQLite, so the database is 0600 and a created
+directory 0700 whatever the umask; SQLite then creates ``-wal`` and ``-shm`` with
+the database file's mode. A path whose final component is a symlink is refused.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+from pathlib import Path
+from typing import Literal
+
+import apsw
+
+from sqlstore.errors import (
+    ForeignDatabase,
+    SchemaTooNew,
+    StoreCorrupt,
+    StoreError,
+    StoreMissing,
+    UnsafePath,
+)
+from sqlstore.sqlite.translate import translated
+
+Durability = Literal["full", "normal"]
+
+APPLICATION_ID = 0x53514C53  # "SQLS"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 5_000
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def schema_sql() -> str:
+    """Return the DDL: the packaged ``sqlstore/schema.sql``, or the repository's root copy."""
+    packaged = importlib.resources.files("sqlstore").joinpath("schema.sql")
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parents[2] / "schema.sql").read_text(encoding="utf-8")
+
+
+def prepare_path(path: str | os.PathLike[str], *, create: bool) -> str:
+    """Check the database path and create the file (0600) and its directory (0700) if asked.
+
+    Raises:
+        UnsafePath: the final component is a symlink, or the path is a directory.
+        StoreMissing: the file does not exist and ``create`` is False.
+    """
+    text = os.fspath(path)
+    if not text or text == ":memory:":
+        raise UnsafePath(f"not a database file path: {text!r}", hint="Use sqlstore.MemoryStore().")
+    if os.path.islink(text):
+        raise UnsafePath(f"{text} is a symbolic link; sqlstore refuses to follow it")
+    if os.path.isdir(text):
+        raise UnsafePath(f"{text} is a directory, not a database file")
+    if os.path.exists(text):
+        return text
+    if not create:
+        raise StoreMissing(f"no database at {text}")
+    parent = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(parent):
+        os.makedirs(parent, mode=DIR_MODE, exist_ok=True)
+        os.chmod(parent, DIR_MODE)
+    try:
+        fd = os.open(text, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    except FileExistsError:
+        return text  # another process created it first; the schema step sorts it out
+    except PermissionError as exc:
+        from sqlstore.errors import StoreReadOnly
+
+        raise StoreReadOnly(f"cannot create {text}: {exc.strerror}") from exc
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+    return text
+
+
+def _check_header(path: str) -> None:
+    with open(path, "rb") as handle:
+        head = handle.read(len(SQLITE_HEADER))
+    if head and head != SQLITE_HEADER:
+        raise StoreCorrupt(
+            f"{path} is not a SQLite database (bad file header)",
+            hint="Point --db at a sqlstore database, or restore this file from a backup.",
+        )
+
+
+def open_connection(path: str, *, durability: Durability, busy_timeout_ms: int) -> apsw.Connection:
+    """Open one connection with every per-connection setting sqlstore relies on.
+
+    Busy timeout, foreign keys, and ``synchronous`` per durability (FULL: a commit
+    is fsynced before it returns; NORMAL: WAL commits are fsynced at checkpoints).
+    """
+    if durability not in ("full", "normal"):
+        raise ValueError(f"durability must be 'full' or 'normal', not {durability!r}")
+    with translated(path):
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+        conn.set_busy_timeout(busy_timeout_ms)
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+    return conn
+
+
+def _scalar(conn: apsw.Connection, sql: str) -> object:
+    row = conn.execute(sql).fetchone()
+    return None if row is None else row[0]
+
+
+def ensure_schema(conn: apsw.Connection, path: str) -> None:
+    """Create or check the schema; switch the file to WAL and verify it.
+
+    Nothing is written to a file that turns out to be foreign, newer or corrupt.
+
+    Raises:
+        StoreCorrupt: not a SQLite file, or damaged.
+        ForeignDatabase: a SQLite database of another application.
+        SchemaTooNew: written by a newer sqlstore.
+    """
+    _check_header(path)
+    with translated(path):
+        app_id = _scalar(conn, "PRAGMA application_id")
+        version = _scalar(conn, "PRAGMA user_version")
+        tables = _scalar(conn, "SELECT count(*) FROM sqlite_schema")
+    if app_id != APPLICATION_ID:
+        if app_id != 0 or version != 0 or tables != 0:
+            raise ForeignDatabase(
+                f"{path} is a SQLite database of another application "
+                f"(application_id {app_id}, {tables} schema objects)"
+            )
+        _initialise(conn, path)
+    elif isinstance(version, int) and version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"{path} has schema version {version}; this sqlstore reads up to {SCHEMA_VERSION}"
+        )
+    elif isinstance(version, int) and version < SCHEMA_VERSION:
+        _upgrade(conn, path, version)
+    _ensure_wal(conn, path)
+
+
+def _ensure_wal(conn: apsw.Connection, path: str) -> None:
+    with translated(path):
+        mode = _scalar(conn, "PRAGMA journal_mode")
+        if mode != "wal":
+            mode = _scalar(conn, "PRAGMA journal_mode=WAL")
+    if mode != "wal":
+        raise StoreError(
+            f"{path}: could not switch to WAL mode (journal_mode is {mode!r})",
+            hint="WAL needs a local file system with shared-memory support (not NFS).",
+        )
+
+
+def _initialise(conn: apsw.Connection, path: str) -> None:
+    with translated(path):
+        # File-level pragmas go before the first table, outside any transaction.
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        _ensure_wal(conn, path)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have initialised the file while we waited for the lock.
+            if _scalar(conn, "PRAGMA application_id") == 0 and (
+                _scalar(conn, "SELECT count(*) FROM sqlite_schema") == 0
+            ):
+                conn.execute(schema_sql())
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if not conn.getautocommit():
+                conn.execute("ROLLBACK")
+            raise
+    if _scalar(conn, "PRAGMA application_id") != APPLICATION_ID:
+        raise ForeignDatabase(f"{path} was turned into another application's database meanwhile")
+
+
+_UPGRADES: dict[int, str] = {}
+"""Version ladder: ``_UPGRADES[n]`` is the SQL that takes schema n to n + 1."""
+
+
+def _upgrade(conn: apsw.Connection, path: str, version: int) -> None:
+    with translated(path):
+        while version < SCHEMA_VERSION:
+            step = _UPGRADES.get(version)
+            if step is None:
+                raise StoreCorrupt(f"{path}: no upgrade path from schema version {version}")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                current = _scalar(conn, "PRAGMA user_version")
+                if current == version:
+                    conn.execute(step)
+                    conn.execute(f"PRAGMA user_version={version + 1}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if not conn.getautocommit():
+                    conn.execute("ROLLBACK")
+                raise
+            version += 1

@@ -1,0 +1,323 @@
+"""Connections of one SQLiteStore: a group-committing writer, a reader pool, wake-ups.
+
+**Writes.** Every write is a function ``fn(conn) -> T`` submitted to
+:meth:`Database.write`. Submitted functions that wait at the same time are run
+by one thread (the *leader*) inside one ``BEGIN IMMEDIATE`` transaction and
+committed with one fsync (group commit); each caller returns only after the
+commit that holds its work, or gets that commit's error. Inside a batch each
+function runs in its own savepoint, so one failing function (for example a
+``create`` that collides) rolls back only its own work. A caller's writes are
+applied in call order.
+
+``BEGIN IMMEDIATE`` is issued with ``conn.execute`` — it releases the GIL while
+SQLite's busy handler waits for another process's lock, whereas apsw's
+``with conn:`` would hold it and freeze every thread of the host.
+
+**Reads** borrow a pooled connection for one short statement or transaction and
+give it back before anything is yielded to the caller (a read transaction held
+across a ``yield`` would pin the WAL).
+
+**Wake-ups.** After each commit the writer bumps a process-wide notifier for the
+file, so followers in this process wake at once; followers also poll
+``PRAGMA data_version`` on their own connection to see commits of other
+processes (https://sqlite.org/pragma.html#pragma_data_version).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
+
+import apsw
+
+from sqlstore.errors import StoreClosed
+from sqlstore.sqlite.connection import Durability, ensure_schema, open_connection, prepare_path
+from sqlstore.sqlite.translate import translate, translated
+
+T = TypeVar("T")
+
+MAX_BATCH_OPS = 256
+"""Most write functions folded into one transaction."""
+
+MAX_IDLE_READERS = 8
+"""Reader connections kept open for reuse."""
+
+FOLLOW_POLL_S = 0.002
+"""How often a parked follower checks ``data_version`` for other processes' commits."""
+
+
+class _Op(Generic[T]):
+    __slots__ = ("done", "error", "fn", "result")
+
+    def __init__(self, fn: Callable[[apsw.Connection], T]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.result: T | None = None
+        self.error: BaseException | None = None
+
+
+class Notifier:
+    """A process-wide change counter for one database file, with a condition to wait on."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.count = 0
+
+    def bump(self) -> None:
+        with self.cond:
+            self.count += 1
+            self.cond.notify_all()
+
+
+_NOTIFIERS: dict[tuple[int, int], Notifier] = {}
+_NOTIFIERS_LOCK = threading.Lock()
+
+
+def notifier_for(path: str) -> Notifier:
+    """Return the notifier shared by every store in this process that opened ``path``."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    with _NOTIFIERS_LOCK:
+        found = _NOTIFIERS.get(key)
+        if found is None:
+            found = _NOTIFIERS[key] = Notifier()
+        return found
+
+
+class Database:
+    """The connections and transaction discipline behind one ``SQLiteStore``."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability,
+        busy_timeout_ms: int,
+        create: bool,
+    ) -> None:
+        self.path = prepare_path(path, create=create)
+        self.durability = durability
+        self.busy_timeout_ms = busy_timeout_ms
+        self._writer = open_connection(
+            self.path, durability=durability, busy_timeout_ms=busy_timeout_ms
+        )
+        try:
+            ensure_schema(self._writer, self.path)
+        except BaseException:
+            self._writer.close()
+            raise
+        self.notifier = notifier_for(self.path)
+        self._leader = threading.Lock()
+        self._pending_lock = threading.Lock()
+        self._pending: list[_Op[Any]] = []
+        self._readers: list[apsw.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+
+    # -- writes ------------------------------------------------------------------
+
+    def write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run ``fn(conn)`` inside a write transaction and return its result after commit.
+
+        Raises:
+            StoreBusy: the write lock could not be taken within the busy timeout.
+            StoreError: the commit failed (disk full, I/O error, ...); nothing was written.
+            Exception: whatever ``fn`` raised; its work was rolled back.
+        """
+        if self._closed:
+            raise StoreClosed(f"{self.path}: the store is closed")
+        op: _Op[T] = _Op(fn)
+        with self._pending_lock:
+            self._pending.append(op)
+        while not op.done.is_set():
+            if self._leader.acquire(blocking=False):
+                try:
+                    self._drain()
+                finally:
+                    self._leader.release()
+                # An op queued between our last drain and the release is ours to run now
+                # (its thread failed to become leader while we held the lock).
+                continue
+            op.done.wait(0.05)
+        if op.error is not None:
+            raise op.error
+        return op.result  # type: ignore[return-value]
+
+    def _drain(self) -> None:
+        while True:
+            with self._pending_lock:
+                batch = self._pending[:MAX_BATCH_OPS]
+                del self._pending[:MAX_BATCH_OPS]
+            if not batch:
+                return
+            try:
+                self._commit(batch)
+            finally:
+                for op in batch:
+                    op.done.set()
+
+    def _commit(self, batch: list[_Op[Any]]) -> None:
+        conn = self._writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            error = translate(exc, self.path)
+            for op in batch:
+                op.error = error
+            return
+        single = len(batch) == 1
+        ran: list[_Op[Any]] = []
+        try:
+            for op in batch:
+                if single:
+                    try:
+                        op.result = op.fn(conn)
+                    except BaseException as exc:
+                        op.error = self._as_store_error(exc)
+                        conn.execute("ROLLBACK")
+                        return
+                    ran.append(op)
+                    continue
+                conn.execute("SAVEPOINT op")
+                try:
+                    op.result = op.fn(conn)
+                except BaseException as exc:
+                    op.error = self._as_store_error(exc)
+                    conn.execute("ROLLBACK TO op")
+                    conn.execute("RELEASE op")
+                else:
+                    conn.execute("RELEASE op")
+                    ran.append(op)
+            conn.execute("COMMIT")
+        except apsw.Error as exc:
+            error = translate(exc, self.path)
+            if not conn.getautocommit():
+                # The transaction may already be gone: SQLite rolls back on some errors.
+                with contextlib.suppress(apsw.Error):
+                    conn.execute("ROLLBACK")
+            for op in ran:
+                op.result = None
+                op.error = error
+            return
+        if ran:
+            self.notifier.bump()
+
+    def _as_store_error(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, apsw.Error) and not isinstance(exc, apsw.SQLError | apsw.BindingsError):
+            return translate(exc, self.path)
+        return exc
+
+    # -- reads -------------------------------------------------------------------
+
+    @contextmanager
+    def reader(self) -> Iterator[apsw.Connection]:
+        """Borrow a reader connection for one short read; apsw errors are translated."""
+        conn = self._take_reader()
+        try:
+            with translated(self.path):
+                yield conn
+        finally:
+            self._give_reader(conn)
+
+    def read(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run ``fn(conn)`` in one read transaction on a pooled connection."""
+        with self.reader() as conn:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("COMMIT")
+
+    def _take_reader(self) -> apsw.Connection:
+        if self._closed:
+            raise StoreClosed(f"{self.path}: the store is closed")
+        with self._readers_lock:
+            if self._readers:
+                return self._readers.pop()
+        return open_connection(
+            self.path, durability=self.durability, busy_timeout_ms=self.busy_timeout_ms
+        )
+
+    def _give_reader(self, conn: apsw.Connection) -> None:
+        if not conn.getautocommit():
+            try:
+                conn.execute("ROLLBACK")
+            except apsw.Error:
+                conn.close()
+                return
+        with self._readers_lock:
+            if not self._closed and len(self._readers) < MAX_IDLE_READERS:
+                self._readers.append(conn)
+                return
+        conn.close()
+
+    def follower(self) -> Follower:
+        """Return a dedicated connection wrapper for one following read."""
+        return Follower(self, self._take_reader())
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection; idempotent. Followers in this process are woken."""
+        if self._closed:
+            return
+        with self._leader:
+            self._closed = True
+            with self._readers_lock:
+                readers, self._readers = self._readers, []
+            for conn in readers:
+                conn.close()
+            self._writer.close()
+        self.notifier.bump()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
+
+
+class Follower:
+    """A reader connection held for the life of one follow, with change detection."""
+
+    def __init__(self, db: Database, conn: apsw.Connection) -> None:
+        self.db = db
+        self.conn = conn
+        self._released = False
+
+    def change_token(self) -> tuple[int, int]:
+        """Return (in-process commit count, this connection's data_version)."""
+        with translated(self.db.path):
+            row = self.conn.execute("PRAGMA data_version").fetchone()
+        assert row is not None
+        return (self.db.notifier.count, int(row[0]))
+
+    def wait(self, token: object, stop: threading.Event | None, timeout_s: float) -> None:
+        """Block until a commit is seen (this process or another), ``stop`` is set, or timeout."""
+        deadline = time.monotonic() + timeout_s
+        notifier = self.db.notifier
+        assert isinstance(token, tuple)
+        while True:
+            if stop is not None and stop.is_set():
+                return
+            if self.db.closed:
+                raise StoreClosed(f"{self.db.path}: the store was closed while following")
+            with notifier.cond:
+                if notifier.count == token[0]:
+                    notifier.cond.wait(FOLLOW_POLL_S)
+                if notifier.count != token[0]:
+                    return
+            if self.change_token()[1] != token[1]:
+                return
+            if time.monotonic() >= deadline:
+                return
+
+    def release(self) -> None:
+        """Give the connection back to the pool; idempotent."""
+        if not self._released:
+            self._released = True
+            self.db._give_reader(self.conn)

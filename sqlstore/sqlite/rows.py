@@ -1,0 +1,206 @@
+"""Row-level SQL shared by the SQLite parts (sessions, events, audit, imports).
+
+Every function takes a connection that is already inside a write transaction
+(from :meth:`Database.write`) or a read transaction, and uses bound parameters
+only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import apsw
+
+from sqlstore import clock
+from sqlstore.audit import ToolCallRecord
+from sqlstore.cursor import new_generation
+from sqlstore.inventory import SessionMeta
+from sqlstore.model import Kind, Principal, Relationship, State
+from sqlstore.pager import scope_key
+from sqlstore.session import Session
+
+META_COLUMNS = (
+    "id, modified_at_ns, version, state, kind, relationship, owner, created_at_ns, "
+    "title, model_id, turns, estimated_bytes"
+)
+
+
+def next_version(conn: apsw.Connection) -> int:
+    """Take the next value of the store-wide write sequence (never reused)."""
+    row = conn.execute(
+        "UPDATE store_meta SET value = value + 1 WHERE key = 'write_seq' RETURNING value"
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def bump_inventory_generation(conn: apsw.Connection) -> None:
+    """Invalidate outstanding pager cursors (after save, create or delete)."""
+    conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'inventory_generation'")
+
+
+def inventory_generation(conn: apsw.Connection) -> int:
+    """Return the current inventory generation."""
+    row = conn.execute("SELECT value FROM store_meta WHERE key = 'inventory_generation'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _canonical(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_at_ns: int) -> int:
+    """Insert or replace a snapshot row; return its new version."""
+    version = next_version(conn)
+    owner = session.owner
+    conn.execute(
+        "INSERT INTO sessions (id, snapshot, state, kind, relationship, owner, owner_key, "
+        "created_at_ns, title, model_id, turns, estimated_bytes, modified_at_ns, version) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, state = excluded.state, "
+        "kind = excluded.kind, relationship = excluded.relationship, owner = excluded.owner, "
+        "owner_key = excluded.owner_key, created_at_ns = excluded.created_at_ns, "
+        "title = excluded.title, model_id = excluded.model_id, turns = excluded.turns, "
+        "estimated_bytes = excluded.estimated_bytes, modified_at_ns = excluded.modified_at_ns, "
+        "version = excluded.version",
+        (
+            session.id,
+            blob,
+            str(session.state),
+            str(session.kind),
+            _canonical(session.relationship.to_json()),
+            None if owner is None else _canonical(owner.to_json()),
+            None if owner is None else scope_key(owner, True),
+            clock.to_ns(session.created_at),
+            session.title,
+            session.model_id,
+            session.counters.turns,
+            len(blob),
+            modified_at_ns,
+            version,
+        ),
+    )
+    bump_inventory_generation(conn)
+    return version
+
+
+def session_exists(conn: apsw.Connection, session_id: str) -> bool:
+    """True when a snapshot row exists."""
+    return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+
+def touch_session(conn: apsw.Connection, session_id: str, now_ns: int) -> None:
+    """Record a write to a session (event or audit): new modified_at and version."""
+    if session_exists(conn, session_id):
+        conn.execute(
+            "UPDATE sessions SET modified_at_ns = ?, version = ? WHERE id = ?",
+            (now_ns, next_version(conn), session_id),
+        )
+
+
+def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
+    """Delete events, log head, audit rows and snapshot; return whether a snapshot existed."""
+    conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    existed = conn.changes() > 0
+    if existed:
+        bump_inventory_generation(conn)
+    return existed
+
+
+def meta_from_row(row: tuple[Any, ...]) -> SessionMeta:
+    """Build a ``SessionMeta`` from a row selected with ``META_COLUMNS``."""
+    (sid, mtime, version, state, kind, rel, owner, created, title, model, turns, size) = row
+    return SessionMeta(
+        id=sid,
+        modified_at=clock.from_ns(mtime),
+        version=version,
+        state=State(state),
+        kind=Kind(kind),
+        relationship=Relationship.from_json(json.loads(rel)),
+        owner=None if owner is None else Principal.from_json(json.loads(owner)),
+        created_at=clock.from_ns(created),
+        title=title,
+        model_id=model,
+        turns=turns,
+        estimated_bytes=size,
+    )
+
+
+def append_record(
+    conn: apsw.Connection,
+    session_id: str,
+    *,
+    is_gap: bool,
+    event_type: str,
+    body: bytes,
+    now_ns: int,
+) -> tuple[str, int]:
+    """Append one record to a session's log (creating the log); return (generation, pos)."""
+    row = conn.execute(
+        "SELECT generation, length FROM event_logs WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        generation, length = new_generation(), 0
+        conn.execute(
+            "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
+            "VALUES (?, ?, 0, ?)",
+            (session_id, generation, now_ns),
+        )
+    else:
+        generation, length = row[0], row[1]
+    pos = length + 1
+    conn.execute(
+        "INSERT INTO events (session_id, pos, is_gap, type, at_ns, body) VALUES (?, ?, ?, ?, ?, ?)",
+        (session_id, pos, int(is_gap), event_type, now_ns, body),
+    )
+    conn.execute(
+        "UPDATE event_logs SET length = ?, modified_at_ns = ? WHERE session_id = ?",
+        (pos, now_ns, session_id),
+    )
+    return generation, pos
+
+
+AUDIT_COLUMNS = (
+    "session_id, call_id, tool, args, result, is_error, at_ns, queued_us, took_us, run_id"
+)
+
+
+def insert_audit(conn: apsw.Connection, rec: ToolCallRecord, at_ns: int) -> None:
+    """Insert one audit row."""
+    conn.execute(
+        f"INSERT INTO tool_calls ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            rec.session_id,
+            rec.call_id,
+            rec.tool,
+            rec.args,
+            rec.result,
+            int(rec.is_error),
+            at_ns,
+            rec.queued_us,
+            rec.took_us,
+            rec.run_id,
+        ),
+    )
+
+
+def audit_from_row(row: tuple[Any, ...]) -> ToolCallRecord:
+    """Build a ``ToolCallRecord`` from a row selected with ``AUDIT_COLUMNS``."""
+    sid, call_id, tool, args, result, is_error, at_ns, queued, took, run_id = row
+    return ToolCallRecord(
+        session_id=sid,
+        call_id=call_id,
+        tool=tool,
+        args=args,
+        result=result,
+        is_error=bool(is_error),
+        at=clock.from_ns(at_ns),
+        queued_us=queued,
+        took_us=took,
+        run_id=run_id,
+    )

@@ -1,0 +1,226 @@
+"""Snapshots and inventory in SQLite (``SQLiteStore.sessions``)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from sqlstore import clock, snapshot
+from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
+from sqlstore.inventory import Page, SessionMeta, StoredSession
+from sqlstore.memory import rows_match
+from sqlstore.model import Principal, validate_session_id
+from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
+from sqlstore.session import Session
+from sqlstore.sqlite import rows
+from sqlstore.sqlite.database import Database
+
+if TYPE_CHECKING:
+    from sqlstore.sqlite.events import SQLiteEvents
+
+ITER_META_PAGE_ROWS = 1_000
+"""Inventory rows read per short transaction by ``iter_meta``."""
+
+
+class SQLiteSessions:
+    """Session snapshots, listing, paging and (conditional) deletion."""
+
+    def __init__(self, db: Database, events: SQLiteEvents) -> None:
+        self._db = db
+        self._events = events
+
+    def save(self, session: Session) -> None:
+        """Replace the snapshot durably; bumps ``modified_at`` and ``version``.
+
+        Raises:
+            SnapshotError: the session cannot be encoded.
+            StoreBusy: the write lock was not free within the busy timeout.
+        """
+        blob = snapshot.encode(session)
+
+        def op(conn: apsw.Connection) -> None:
+            rows.put_snapshot(conn, session, blob, clock.now_ns())
+
+        self._db.write(op)
+
+    def create(self, session: Session) -> None:
+        """Store the snapshot only if the id has none (atomic across processes).
+
+        Raises:
+            SessionAlreadyExists: a snapshot exists; nothing was changed.
+        """
+        blob = snapshot.encode(session)
+
+        def op(conn: apsw.Connection) -> None:
+            if rows.session_exists(conn, session.id):
+                raise SessionAlreadyExists(session.id)
+            rows.put_snapshot(conn, session, blob, clock.now_ns())
+
+        self._db.write(op)
+
+    def load(self, session_id: str) -> Session:
+        """Return an independent copy of the snapshot.
+
+        Raises:
+            SessionNotFound: no snapshot under the id (the message names it).
+        """
+        validate_session_id(session_id)
+        with self._db.reader() as conn:
+            row = conn.execute(
+                "SELECT snapshot FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return snapshot.decode(row[0])
+
+    def load_or_fold(self, session_id: str, seed: object) -> Session:
+        """Return the snapshot, or fold the event log with ``seed`` when there is none."""
+        from sqlstore.fold import SessionSeed, fold
+
+        try:
+            return self.load(session_id)
+        except SessionNotFound:
+            if not isinstance(seed, SessionSeed):
+                raise TypeError("seed must be a SessionSeed") from None
+            return fold(seed, self._events.read(session_id))
+
+    def list(self) -> builtins.list[StoredSession]:
+        """Return every session with its modification time (no snapshot is decoded)."""
+        with self._db.reader() as conn:
+            return [
+                StoredSession(sid, clock.from_ns(mtime))
+                for sid, mtime in conn.execute("SELECT id, modified_at_ns FROM sessions")
+            ]
+
+    def meta(self, session_id: str) -> SessionMeta:
+        """Return one inventory row.
+
+        Raises:
+            SessionNotFound: no snapshot under the id.
+        """
+        validate_session_id(session_id)
+        with self._db.reader() as conn:
+            row = conn.execute(
+                f"SELECT {rows.META_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return rows.meta_from_row(row)
+
+    def iter_meta(self) -> Iterator[SessionMeta]:
+        """Yield every inventory row oldest first by (modified_at, id), a page at a time.
+
+        Memory stays bounded whatever the store's size; no transaction is held
+        between pages, so rows written meanwhile may or may not be seen.
+        """
+        after: tuple[int, str] | None = None
+        while True:
+            found: builtins.list[tuple[Any, ...]]
+            with self._db.reader() as conn:
+                if after is None:
+                    found = conn.execute(
+                        f"SELECT {rows.META_COLUMNS} FROM sessions "
+                        "ORDER BY modified_at_ns, id LIMIT ?",
+                        (ITER_META_PAGE_ROWS,),
+                    ).fetchall()
+                else:
+                    found = conn.execute(
+                        f"SELECT {rows.META_COLUMNS} FROM sessions "
+                        "WHERE (modified_at_ns, id) > (?, ?) "
+                        "ORDER BY modified_at_ns, id LIMIT ?",
+                        (*after, ITER_META_PAGE_ROWS),
+                    ).fetchall()
+            if not found:
+                return
+            for row in found:
+                yield rows.meta_from_row(row)
+            after = (int(found[-1][1]), str(found[-1][0]))
+
+    def page(
+        self,
+        limit: int,
+        cursor: str | None = None,
+        *,
+        owner: Principal | None = None,
+        enforce_owner: bool = False,
+    ) -> Page:
+        """Return one page of inventory rows, modified_at DESC then id ASC.
+
+        With ``enforce_owner`` only sessions whose owner shares (issuer, subject)
+        with ``owner`` are counted and returned (``owner=None`` selects nothing).
+
+        Raises:
+            MetadataCursorRestart: the cursor is from another scope, an older
+                inventory generation, or does not decode.
+            ValueError: ``limit`` is not positive.
+        """
+        if limit <= 0:
+            raise ValueError("limit must be > 0")
+        scope = scope_key(owner, enforce_owner)
+        where = ""
+        args: list[object] = []
+        if enforce_owner:
+            where = "owner_key = ?"
+            args.append(scope if owner is not None else None)
+
+        def read(conn: apsw.Connection) -> Page:
+            generation = rows.inventory_generation(conn)
+            count_sql = "SELECT count(*) FROM sessions" + (f" WHERE {where}" if where else "")
+            total_row = conn.execute(count_sql, args).fetchone()
+            total = int(total_row[0]) if total_row else 0
+            conditions = [where] if where else []
+            params = list(args)
+            if cursor:
+                pos = decode_pager_cursor(cursor, scope, generation)
+                anchor = conn.execute(
+                    "SELECT 1 FROM sessions WHERE id = ? AND modified_at_ns = ?",
+                    (pos.session_id, pos.modified_at_ns),
+                ).fetchone()
+                if anchor is None:
+                    raise MetadataCursorRestart("the page cursor's row is gone or has moved")
+                conditions.append("(modified_at_ns < ? OR (modified_at_ns = ? AND id > ?))")
+                params += [pos.modified_at_ns, pos.modified_at_ns, pos.session_id]
+            sql = f"SELECT {rows.META_COLUMNS} FROM sessions"
+            if conditions:
+                sql += " WHERE " + " AND ".join(conditions)
+            sql += " ORDER BY modified_at_ns DESC, id ASC LIMIT ?"
+            found: builtins.list[tuple[Any, ...]] = conn.execute(
+                sql, [*params, limit + 1]
+            ).fetchall()
+            metas = [rows.meta_from_row(r) for r in found[:limit]]
+            next_cursor = None
+            if len(found) > limit:
+                last = found[limit - 1]
+                next_cursor = encode_pager_cursor(
+                    PagerPosition(scope, generation, int(last[1]), str(last[0]))
+                )
+            return Page(sessions=metas, next_cursor=next_cursor, total=total)
+
+        return self._db.read(read)
+
+    def delete(self, session_id: str) -> None:
+        """Remove snapshot, events and audit rows in one transaction; idempotent."""
+        validate_session_id(session_id)
+        self._db.write(lambda conn: rows.delete_session_rows(conn, session_id))
+
+    def delete_if_unchanged(self, expected: SessionMeta) -> bool:
+        """Delete the session only if its row still matches ``expected`` (one transaction).
+
+        Compares id, modified_at, version, state, kind, relationship and owner.
+        Returns True when it deleted, False (changing nothing) otherwise.
+        """
+        validate_session_id(expected.id)
+
+        def op(conn: apsw.Connection) -> bool:
+            row = conn.execute(
+                f"SELECT {rows.META_COLUMNS} FROM sessions WHERE id = ?", (expected.id,)
+            ).fetchone()
+            if row is None or not rows_match(rows.meta_from_row(row), expected):
+                return False
+            rows.delete_session_rows(conn, expected.id)
+            return True
+
+        return self._db.write(op)

@@ -1,0 +1,58 @@
+"""The one place where apsw exceptions become sqlstore errors.
+
+Programming errors in our own SQL (``apsw.SQLError``, ``apsw.BindingsError``) are
+not translated: they are bugs and must surface as they are.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import apsw
+
+from sqlstore.errors import (
+    StoreBusy,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreIOError,
+    StoreReadOnly,
+)
+
+_UNTRANSLATED = (apsw.SQLError, apsw.BindingsError, apsw.ThreadingViolationError)
+
+
+def translate(exc: apsw.Error, path: str) -> StoreError:
+    """Return the sqlstore error that describes ``exc`` for the database at ``path``."""
+    detail = str(exc).split(":", 1)[-1].strip() or type(exc).__name__
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return StoreBusy(f"{path}: the database is locked by another writer ({detail})")
+    if isinstance(exc, apsw.NotADBError):
+        return StoreCorrupt(f"{path} is not a SQLite database, or its header is damaged")
+    if isinstance(exc, apsw.CorruptError):
+        return StoreCorrupt(f"{path} is corrupt ({detail})")
+    if isinstance(exc, apsw.FullError):
+        return StoreFull(f"{path}: the disk is full; nothing was written ({detail})")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return StoreReadOnly(f"{path} cannot be written ({detail})")
+    if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError | apsw.AuthError):
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.access(path, os.W_OK) or not os.access(directory, os.W_OK):
+            return StoreReadOnly(f"{path} cannot be opened for writing ({detail})")
+        return StoreIOError(f"{path} cannot be opened ({detail})")
+    if isinstance(exc, apsw.IOError):
+        return StoreIOError(f"{path}: I/O error; the operation was rolled back ({detail})")
+    return StoreError(f"{path}: SQLite error: {detail}")
+
+
+@contextmanager
+def translated(path: str) -> Iterator[None]:
+    """Translate apsw errors raised inside the block (``raise ... from``)."""
+    try:
+        yield
+    except _UNTRANSLATED:
+        raise
+    except apsw.Error as exc:
+        raise translate(exc, path) from exc
