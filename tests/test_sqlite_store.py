@@ -1,0 +1,278 @@
+"""SQLiteStore specifics: the file, the schema, pragmas, packaging and group commit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import apsw
+import pytest
+
+import sqlstore
+from sqlstore import Event, Kind, Principal, Session, SQLiteStore
+from sqlstore.errors import (
+    ForeignDatabase,
+    InvalidEvent,
+    InvalidSessionId,
+    SchemaTooNew,
+    SessionAlreadyExists,
+    StoreClosed,
+    StoreCorrupt,
+    StoreMissing,
+    UnsafePath,
+)
+from sqlstore.sqlite.connection import APPLICATION_ID, SCHEMA_VERSION, schema_sql
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _digest(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def test_packaged_schema_equals_root_file(tmp_path: Path) -> None:
+    """The wheel carries sqlstore/schema.sql byte-identical to the root schema.sql, and no tests."""
+    out = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(out)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = out.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        assert archive.read("sqlstore/schema.sql") == (ROOT / "schema.sql").read_bytes()
+    assert not [n for n in names if n.startswith("tests/")]
+    assert "sqlstore/py.typed" in names
+
+
+def test_schema_loader_reads_root_schema() -> None:
+    """The schema text the store applies is the root schema.sql."""
+    assert schema_sql() == (ROOT / "schema.sql").read_text(encoding="utf-8")
+
+
+def test_new_file_is_wal_incremental_and_stamped(tmp_path: Path) -> None:
+    """A new store file is in WAL mode with incremental auto-vacuum, our application id and version."""
+    path = tmp_path / "s.db"
+    SQLiteStore(path).close()
+    conn = apsw.Connection(str(path))
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert conn.execute("PRAGMA auto_vacuum").fetchone() == (2,)
+    assert conn.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    conn.close()
+
+
+def test_file_and_directory_modes(tmp_path: Path) -> None:
+    """The database, -wal and -shm files are 0600 and a created directory is 0700."""
+    old = os.umask(0)
+    try:
+        path = tmp_path / "new-dir" / "s.db"
+        with SQLiteStore(path) as store:
+            store.sessions.save(Session.new("a"))
+            for name in ("s.db", "s.db-wal", "s.db-shm"):
+                assert (path.parent / name).stat().st_mode & 0o777 == 0o600, name
+        assert path.parent.stat().st_mode & 0o777 == 0o700
+    finally:
+        os.umask(old)
+
+
+def test_symlink_path_is_refused(tmp_path: Path) -> None:
+    """A path whose final component is a symlink raises UnsafePath and creates nothing."""
+    target = tmp_path / "real.db"
+    link = tmp_path / "link.db"
+    link.symlink_to(target)
+    with pytest.raises(UnsafePath, match="symbolic link"):
+        SQLiteStore(link)
+    assert not target.exists()
+
+
+def test_missing_file_with_create_false(tmp_path: Path) -> None:
+    """create=False on a missing file raises StoreMissing with a hint and creates nothing."""
+    path = tmp_path / "nope.db"
+    with pytest.raises(StoreMissing) as info:
+        SQLiteStore(path, create=False)
+    assert "sqlstore init" in info.value.hint
+    assert not path.exists()
+
+
+def test_foreign_sqlite_file_is_refused_unchanged(tmp_path: Path) -> None:
+    """Another application's SQLite file raises ForeignDatabase and is not modified."""
+    path = tmp_path / "other.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
+    conn.close()
+    before = _digest(path)
+    with pytest.raises(ForeignDatabase) as info:
+        SQLiteStore(path)
+    assert info.value.hint
+    assert _digest(path) == before
+    assert not (tmp_path / "other.db-wal").exists()
+
+
+def test_newer_schema_is_refused_unchanged(tmp_path: Path) -> None:
+    """A file stamped with a newer user_version raises SchemaTooNew and is not modified."""
+    path = tmp_path / "s.db"
+    SQLiteStore(path).close()
+    conn = apsw.Connection(str(path))
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    conn.close()
+    before = _digest(path)
+    with pytest.raises(SchemaTooNew, match="schema version"):
+        SQLiteStore(path)
+    assert _digest(path) == before
+
+
+def test_non_sqlite_file_is_refused_unchanged(tmp_path: Path) -> None:
+    """A file that is not SQLite raises StoreCorrupt naming the problem, unchanged."""
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"hello, this is not a database\n" * 100)
+    before = _digest(path)
+    with pytest.raises(StoreCorrupt, match="not a SQLite database"):
+        SQLiteStore(path)
+    assert _digest(path) == before
+
+
+def test_open_urls(tmp_path: Path) -> None:
+    """sqlstore.open accepts memory:, sqlite:/// URLs and plain paths, and rejects other schemes."""
+    assert isinstance(sqlstore.open("memory:"), sqlstore.MemoryStore)
+    with sqlstore.open(f"sqlite:///{tmp_path}/a.db") as store:
+        assert isinstance(store, SQLiteStore)
+        assert Path(store.path) == tmp_path / "a.db"
+    with sqlstore.open(str(tmp_path / "b.db"), durability="normal") as store:
+        assert store.db.durability == "normal"
+    with pytest.raises(ValueError, match="scheme"):
+        sqlstore.open("postgres://x")
+
+
+def test_bad_durability_is_rejected(tmp_path: Path) -> None:
+    """An unknown durability mode raises ValueError."""
+    with pytest.raises(ValueError, match="durability"):
+        SQLiteStore(tmp_path / "a.db", durability="sometimes")  # type: ignore[arg-type]
+
+
+def test_closed_store_raises(tmp_path: Path) -> None:
+    """Using a closed store raises StoreClosed; close is idempotent."""
+    store = SQLiteStore(tmp_path / "a.db")
+    store.close()
+    store.close()
+    with pytest.raises(StoreClosed):
+        store.sessions.save(Session.new("a"))
+    with pytest.raises(StoreClosed):
+        store.sessions.load("a")
+
+
+def test_invalid_inputs_write_nothing(tmp_path: Path) -> None:
+    """Invalid ids and unserialisable events raise documented errors and store nothing."""
+    with SQLiteStore(tmp_path / "a.db") as store:
+        with pytest.raises(InvalidSessionId):
+            store.events.append_event("", Event("x"))
+        with pytest.raises(InvalidEvent, match="JSON"):
+            store.events.append_event("a", Event("x", data={"bad": object()}))
+        with pytest.raises(InvalidEvent, match="JSON"):
+            store.events.append_event("a", Event("x", data={"nan": float("nan")}))
+        assert list(store.events.read_after("a")) == []
+
+
+def test_sixteen_mib_event_round_trips(tmp_path: Path) -> None:
+    """An event of 16 MiB is stored and read back intact."""
+    text = "x" * (16 * 1024 * 1024)
+    with SQLiteStore(tmp_path / "a.db") as store:
+        store.events.append("big", Event("blob", text=text))
+        (event,) = store.events.read("big")
+        assert event.text == text
+
+
+def test_group_commit_keeps_each_threads_order(tmp_path: Path) -> None:
+    """Eight threads appending at once each find all their events, in their order."""
+    per_thread = 60
+    with SQLiteStore(tmp_path / "a.db") as store:
+
+        def work(n: int) -> None:
+            for k in range(per_thread):
+                store.events.append("shared", Event("e", seq=k, run_id=str(n)))
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        events = list(store.events.read("shared"))
+        assert len(events) == 8 * per_thread
+        for n in range(8):
+            assert [e.seq for e in events if e.run_id == str(n)] == list(range(per_thread))
+
+
+def test_failed_write_in_a_batch_rolls_back_only_itself(tmp_path: Path) -> None:
+    """A colliding create batched with appends fails alone; the appends commit."""
+    with SQLiteStore(tmp_path / "a.db") as store:
+        store.sessions.create(Session.new("taken"))
+        errors: list[BaseException] = []
+        barrier = threading.Barrier(6)
+
+        def collide() -> None:
+            barrier.wait()
+            try:
+                store.sessions.create(Session.new("taken", kind=Kind.MAIN))
+            except SessionAlreadyExists as exc:
+                errors.append(exc)
+
+        def append(n: int) -> None:
+            barrier.wait()
+            for k in range(20):
+                store.events.append(f"log-{n}", Event("e", seq=k))
+
+        threads = [threading.Thread(target=collide)]
+        threads += [threading.Thread(target=append, args=(n,)) for n in range(5)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(errors) == 1
+        for n in range(5):
+            assert [e.seq for e in store.events.read(f"log-{n}")] == list(range(20))
+
+
+def test_version_never_reused_after_recreate(tmp_path: Path) -> None:
+    """A session deleted and re-created gets a version its old rows never had."""
+    with SQLiteStore(tmp_path / "a.db") as store:
+        store.sessions.save(Session.new("a"))
+        old = store.sessions.meta("a")
+        store.sessions.delete("a")
+        store.sessions.save(Session.new("a"))
+        assert store.sessions.meta("a").version > old.version
+        assert store.sessions.delete_if_unchanged(old) is False
+
+
+def test_owner_paging_uses_identity_only(tmp_path: Path) -> None:
+    """Owner scoping matches (issuer, subject) and ignores grant type and display name."""
+    with SQLiteStore(tmp_path / "a.db") as store:
+        store.sessions.save(Session.new("a", owner=Principal("iss", "alice", "code", "Alice")))
+        store.sessions.save(Session.new("b", owner=Principal("iss", "bob")))
+        page = store.sessions.page(
+            10, owner=Principal("iss", "alice", "other", "A."), enforce_owner=True
+        )
+        assert [m.id for m in page.sessions] == ["a"]
+        assert page.total == 1
+        assert store.sessions.page(10, owner=None, enforce_owner=True).total == 0
+
+
+def test_iter_meta_streams_oldest_first(tmp_path: Path) -> None:
+    """iter_meta yields every row oldest first across several internal pages."""
+    from sqlstore.sqlite import sessions as sessions_module
+
+    with SQLiteStore(tmp_path / "a.db") as store:
+        for n in range(25):
+            store.sessions.save(Session.new(f"s{n:02d}"))
+        old = sessions_module.ITER_META_PAGE_ROWS
+        sessions_module.ITER_META_PAGE_ROWS = 7
+        try:
+            ids = [m.id for m in store.sessions.iter_meta()]
+        finally:
+            sessions_module.ITER_META_PAGE_ROWS = old
+        assert ids == [f"s{n:02d}" for n in range(25)]
