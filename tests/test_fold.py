@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
 
-from sqlstore import MemoryStore, snapshot
+from sqlstore import MemoryStore, SQLiteStore, snapshot
 from sqlstore.errors import InvalidSessionId, InvalidSessionMetadata, ReconstructError
 from sqlstore.events import Event
 from sqlstore.fold import FAILED_WITHOUT_ERROR_TEXT, SessionSeed, fold
@@ -560,31 +562,53 @@ def test_every_folded_session_round_trips_through_the_snapshot_codec() -> None:
     ]
 
 
-def test_load_or_fold_folds_the_log_when_there_is_no_snapshot() -> None:
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStore | SQLiteStore]:
+    """A fresh store of each backend (SQLite in a real file under tmp_path)."""
+    backend: MemoryStore | SQLiteStore
+    if request.param == "memory":
+        backend = MemoryStore()
+    else:
+        backend = SQLiteStore(str(tmp_path / "fold.db"), durability="normal")
+    with backend:
+        yield backend
+
+
+def test_load_or_fold_folds_the_log_when_there_is_no_snapshot(
+    store: MemoryStore | SQLiteStore,
+) -> None:
     """sessions.load_or_fold rebuilds from the event log when no snapshot is stored."""
-    with MemoryStore() as store:
-        for event in [ev("user_prompt", "hi"), ev("turn.start"), ev("message.delta", "yo"), done()]:
-            store.events.append("s1", event)
-        s = store.sessions.load_or_fold("s1", SEED)
-        assert s.state is State.COMPLETED
-        assert [m.text for m in s.messages] == ["hi", "yo"]
-        with pytest.raises(TypeError):
-            store.sessions.load_or_fold("s1", object())
+    for event in [ev("user_prompt", "hi"), ev("turn.start"), ev("message.delta", "yo"), done()]:
+        store.events.append("s1", event)
+    s = store.sessions.load_or_fold("s1", SEED)
+    assert s.state is State.COMPLETED
+    assert [m.text for m in s.messages] == ["hi", "yo"]
+    with pytest.raises(TypeError):
+        store.sessions.load_or_fold("s1", object())
 
 
-def test_load_or_fold_prefers_the_snapshot() -> None:
+def test_load_or_fold_prefers_the_snapshot(store: MemoryStore | SQLiteStore) -> None:
     """When a snapshot exists, load_or_fold returns it and ignores the log."""
-    with MemoryStore() as store:
-        saved = Session.new("s1", title="from snapshot")
-        store.sessions.save(saved)
-        store.events.append("s1", done("cancelled"))
-        s = store.sessions.load_or_fold("s1", SEED)
-        assert s == saved
+    saved = Session.new("s1", title="from snapshot")
+    store.sessions.save(saved)
+    store.events.append("s1", done("cancelled"))
+    s = store.sessions.load_or_fold("s1", SEED)
+    assert s == saved
 
 
-def test_load_or_fold_of_an_unknown_id_is_an_idle_seeded_session() -> None:
+def test_load_or_fold_of_an_unknown_id_is_an_idle_seeded_session(
+    store: MemoryStore | SQLiteStore,
+) -> None:
     """With neither snapshot nor log, load_or_fold returns the seed as an idle session."""
-    with MemoryStore() as store:
-        s = store.sessions.load_or_fold("s1", SEED)
-        assert s.state is State.IDLE
-        assert s.messages == []
+    s = store.sessions.load_or_fold("s1", SEED)
+    assert s.state is State.IDLE
+    assert s.messages == []
+
+
+def test_load_or_fold_of_an_unfoldable_log_raises_reconstruct_error(
+    store: MemoryStore | SQLiteStore,
+) -> None:
+    """A stored log with invalid tool pairing makes load_or_fold raise ReconstructError."""
+    store.events.append("s1", result("ghost"))
+    with pytest.raises(ReconstructError, match="ghost"):
+        store.sessions.load_or_fold("s1", SEED)

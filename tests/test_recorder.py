@@ -1,14 +1,15 @@
-"""The run recorder (SPEC §2.6) against MemoryStore."""
+"""The run recorder (SPEC §2.6) against MemoryStore and SQLiteStore."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
 
-from sqlstore import MemoryStore
+from sqlstore import MemoryStore, SQLiteStore
 from sqlstore.audit import ToolCallRecord
 from sqlstore.errors import IllegalTransition, InvalidSessionId, SessionNotFound
 from sqlstore.events import TOKEN_LEVEL_TYPES, Event
@@ -28,19 +29,24 @@ from sqlstore.recorder import Recorder
 from sqlstore.session import Session
 
 
-@pytest.fixture
-def store() -> Iterator[MemoryStore]:
-    """A fresh in-memory store."""
-    with MemoryStore() as s:
-        yield s
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStore | SQLiteStore]:
+    """A fresh store of each backend (SQLite in a real file under tmp_path)."""
+    backend: MemoryStore | SQLiteStore
+    if request.param == "memory":
+        backend = MemoryStore()
+    else:
+        backend = SQLiteStore(str(tmp_path / "rec.db"), durability="normal")
+    with backend:
+        yield backend
 
 
-def types(store: MemoryStore, session_id: str = "run") -> list[str]:
+def types(store: MemoryStore | SQLiteStore, session_id: str = "run") -> list[str]:
     """Return the event types in the log of ``session_id``."""
     return [e.type for e in store.events.read(session_id)]
 
 
-def test_first_message_creates_the_session_from_the_seed(store: MemoryStore) -> None:
+def test_first_message_creates_the_session_from_the_seed(store: MemoryStore | SQLiteStore) -> None:
     """record_message creates the snapshot from the seed and marks the run running."""
     seed = SessionSeed(
         id="run",
@@ -62,7 +68,7 @@ def test_first_message_creates_the_session_from_the_seed(store: MemoryStore) -> 
 
 
 @freeze_time("2026-05-05T10:00:00Z")
-def test_default_seed_is_a_main_session_created_now(store: MemoryStore) -> None:
+def test_default_seed_is_a_main_session_created_now(store: MemoryStore | SQLiteStore) -> None:
     """Without a seed the session is a default-mode main session created at the first write."""
     Recorder(store, "run").record_message(Message(role="user", text="hello"))
     s = store.sessions.load("run")
@@ -70,7 +76,9 @@ def test_default_seed_is_a_main_session_created_now(store: MemoryStore) -> None:
     assert s.created_at == datetime(2026, 5, 5, 10, tzinfo=UTC)
 
 
-def test_existing_snapshot_is_used_and_host_changes_are_kept(store: MemoryStore) -> None:
+def test_existing_snapshot_is_used_and_host_changes_are_kept(
+    store: MemoryStore | SQLiteStore,
+) -> None:
     """The recorder appends to an existing snapshot and re-reads it on every call."""
     store.sessions.save(Session.new("run", mode="plan", labels={"task": "t"}))
     rec = Recorder(store, "run")
@@ -85,7 +93,7 @@ def test_existing_snapshot_is_used_and_host_changes_are_kept(store: MemoryStore)
     assert [m.text for m in s.messages] == ["one", "two"]
 
 
-def test_messages_are_stored_verbatim_in_order(store: MemoryStore) -> None:
+def test_messages_are_stored_verbatim_in_order(store: MemoryStore | SQLiteStore) -> None:
     """Every field of a recorded message (parts, reasoning, calls, extra) is kept, in order."""
     msgs = [
         Message(role="system", text="sys", extra={"runlog_type": "instructions"}),
@@ -104,7 +112,7 @@ def test_messages_are_stored_verbatim_in_order(store: MemoryStore) -> None:
     assert store.sessions.load("run").messages == msgs
 
 
-def test_first_user_message_sets_an_empty_title(store: MemoryStore) -> None:
+def test_first_user_message_sets_an_empty_title(store: MemoryStore | SQLiteStore) -> None:
     """The first user message names the session; later ones do not rename it."""
     rec = Recorder(store, "run")
     rec.record_message(Message(role="system", text="system text"))
@@ -113,7 +121,7 @@ def test_first_user_message_sets_an_empty_title(store: MemoryStore) -> None:
     assert store.sessions.load("run").title == "fix the flaky test"
 
 
-def test_bad_messages_are_refused(store: MemoryStore) -> None:
+def test_bad_messages_are_refused(store: MemoryStore | SQLiteStore) -> None:
     """A non-Message or an unknown role is refused and nothing is stored."""
     rec = Recorder(store, "run")
     with pytest.raises(TypeError):
@@ -133,7 +141,7 @@ def test_constructor_validates_id_and_seed() -> None:
             Recorder(store, "a", seed=SessionSeed(id="b"))
 
 
-def test_record_event_appends_and_returns_the_cursor(store: MemoryStore) -> None:
+def test_record_event_appends_and_returns_the_cursor(store: MemoryStore | SQLiteStore) -> None:
     """record_event appends kept events and returns a cursor that resumes after them."""
     rec = Recorder(store, "run")
     first = rec.record_event(Event("turn.start", seq=1))
@@ -144,7 +152,9 @@ def test_record_event_appends_and_returns_the_cursor(store: MemoryStore) -> None
 
 
 @pytest.mark.parametrize("dropped", sorted(TOKEN_LEVEL_TYPES))
-def test_record_event_drops_token_level_narration(store: MemoryStore, dropped: str) -> None:
+def test_record_event_drops_token_level_narration(
+    store: MemoryStore | SQLiteStore, dropped: str
+) -> None:
     """message.delta, reasoning.delta, token and reasoningToken never reach the log."""
     rec = Recorder(store, "run")
     assert rec.record_event(Event(dropped, text="tok")) is None
@@ -152,14 +162,14 @@ def test_record_event_drops_token_level_narration(store: MemoryStore, dropped: s
     assert types(store) == ["turn.end"]
 
 
-def test_record_event_does_not_create_a_snapshot(store: MemoryStore) -> None:
+def test_record_event_does_not_create_a_snapshot(store: MemoryStore | SQLiteStore) -> None:
     """Events alone leave the session without a snapshot (load_or_fold then folds them)."""
     Recorder(store, "run").record_event(Event("user_prompt", text="x"))
     with pytest.raises(SessionNotFound):
         store.sessions.load("run")
 
 
-def test_record_reset_discards_messages_and_archives_them(store: MemoryStore) -> None:
+def test_record_reset_discards_messages_and_archives_them(store: MemoryStore | SQLiteStore) -> None:
     """A reset empties the stored conversation and logs the discarded messages; events stay."""
     rec = Recorder(store, "run")
     rec.record_event(Event("turn.start"))
@@ -174,7 +184,9 @@ def test_record_reset_discards_messages_and_archives_them(store: MemoryStore) ->
     assert [Message.from_json(m) for m in log[1].data["replaced"]] == before  # type: ignore[union-attr]
 
 
-def test_fold_of_a_reset_log_recovers_the_archived_history(store: MemoryStore) -> None:
+def test_fold_of_a_reset_log_recovers_the_archived_history(
+    store: MemoryStore | SQLiteStore,
+) -> None:
     """Folding the log after a reset gives the archived messages back plus later turns."""
     rec = Recorder(store, "run")
     rec.record_message(Message(role="user", text="old"))
@@ -184,7 +196,7 @@ def test_fold_of_a_reset_log_recovers_the_archived_history(store: MemoryStore) -
     assert [m.text for m in s.messages] == ["old", "new"]
 
 
-def test_record_reset_while_awaiting_is_illegal(store: MemoryStore) -> None:
+def test_record_reset_while_awaiting_is_illegal(store: MemoryStore | SQLiteStore) -> None:
     """A reset while a permission ask is pending is refused and writes nothing."""
     s = Session.new("run")
     s.begin_turn()
@@ -195,7 +207,7 @@ def test_record_reset_while_awaiting_is_illegal(store: MemoryStore) -> None:
     assert types(store) == []
 
 
-def test_record_tool_call_writes_the_audit_trail(store: MemoryStore) -> None:
+def test_record_tool_call_writes_the_audit_trail(store: MemoryStore | SQLiteStore) -> None:
     """Audit records land in the store's audit trail in record order."""
     rec = Recorder(store, "run")
     at = datetime(2026, 1, 1, tzinfo=UTC)
@@ -208,7 +220,7 @@ def test_record_tool_call_writes_the_audit_trail(store: MemoryStore) -> None:
         rec.record_tool_call(ToolCallRecord("other", "c3"))
 
 
-def test_record_result_completes_and_logs_the_result(store: MemoryStore) -> None:
+def test_record_result_completes_and_logs_the_result(store: MemoryStore | SQLiteStore) -> None:
     """A normal result logs a result event and completes the session with its stop reason."""
     rec = Recorder(store, "run", run_id="r9")
     rec.record_message(Message(role="user", text="q"))
@@ -232,7 +244,7 @@ def test_record_result_completes_and_logs_the_result(store: MemoryStore) -> None
     }
 
 
-def test_record_result_error_fails_with_last_error(store: MemoryStore) -> None:
+def test_record_result_error_fails_with_last_error(store: MemoryStore | SQLiteStore) -> None:
     """stop=error fails the session with the error text as last_error."""
     rec = Recorder(store, "run")
     s = rec.record_result("error", error="HTTP 500\nupstream")
@@ -242,13 +254,15 @@ def test_record_result_error_fails_with_last_error(store: MemoryStore) -> None:
     assert s2.last_error == FAILED_WITHOUT_ERROR_TEXT
 
 
-def test_record_result_error_with_complete_progress_completes(store: MemoryStore) -> None:
+def test_record_result_error_with_complete_progress_completes(
+    store: MemoryStore | SQLiteStore,
+) -> None:
     """stop=error with progress complete completes, as the fold does."""
     s = Recorder(store, "run").record_result("error", progress="complete")
     assert s.state is State.COMPLETED
 
 
-def test_record_result_cancelled_cancels(store: MemoryStore) -> None:
+def test_record_result_cancelled_cancels(store: MemoryStore | SQLiteStore) -> None:
     """stop=cancelled cancels the session, also from awaiting (the ask is dropped)."""
     s = Session.new("run")
     s.begin_turn()
@@ -259,7 +273,7 @@ def test_record_result_cancelled_cancels(store: MemoryStore) -> None:
     assert done.pending_ask is None
 
 
-def test_second_result_is_illegal_and_writes_nothing(store: MemoryStore) -> None:
+def test_second_result_is_illegal_and_writes_nothing(store: MemoryStore | SQLiteStore) -> None:
     """A result after the run ended raises IllegalTransition and appends no event."""
     rec = Recorder(store, "run")
     rec.record_result()
@@ -268,14 +282,16 @@ def test_second_result_is_illegal_and_writes_nothing(store: MemoryStore) -> None
     assert types(store) == ["result"]
 
 
-def test_result_data_may_not_repeat_the_filled_keys(store: MemoryStore) -> None:
+def test_result_data_may_not_repeat_the_filled_keys(store: MemoryStore | SQLiteStore) -> None:
     """data cannot override stop, usage, error or progress."""
     with pytest.raises(ValueError, match="stop"):
         Recorder(store, "run").record_result(data={"stop": "x"})
     assert types(store) == []
 
 
-def test_usage_accumulates_across_runs_and_a_new_run_reopens(store: MemoryStore) -> None:
+def test_usage_accumulates_across_runs_and_a_new_run_reopens(
+    store: MemoryStore | SQLiteStore,
+) -> None:
     """A message after a finished run starts a new run; usage is summed over both runs."""
     rec = Recorder(store, "run")
     rec.record_message(Message(role="user", text="one"))
@@ -290,7 +306,7 @@ def test_usage_accumulates_across_runs_and_a_new_run_reopens(store: MemoryStore)
 
 @pytest.mark.parametrize("stop", ["error", "cancelled"])
 def test_new_run_after_failure_or_cancel_closes_orphaned_calls(
-    store: MemoryStore, stop: str
+    store: MemoryStore | SQLiteStore, stop: str
 ) -> None:
     """A new run after a failed or cancelled one first closes its orphaned tool calls."""
     rec = Recorder(store, "run")
@@ -304,7 +320,7 @@ def test_new_run_after_failure_or_cancel_closes_orphaned_calls(
     assert s.messages[1].tool_result.is_error
 
 
-def test_recorded_run_folds_to_the_same_final_state(store: MemoryStore) -> None:
+def test_recorded_run_folds_to_the_same_final_state(store: MemoryStore | SQLiteStore) -> None:
     """A run recorded with events and a result folds to the snapshot's state and usage."""
     rec = Recorder(store, "run")
     rec.record_message(Message(role="user", text="go"))
