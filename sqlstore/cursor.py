@@ -34,11 +34,35 @@ def new_generation() -> str:
     return os.urandom(8).hex()
 
 
+class CursorEncoder:
+    """Encodes cursors of one log generation quickly.
+
+    The JSON text up to the position is the same for every record, so its base64
+    is computed once: JSON whitespace after the ``g`` member pads that prefix to a
+    multiple of 3 bytes, where base64 output splits cleanly. Only the short tail
+    (``"p":"N"}``) is encoded per record. Decoders see ordinary JSON.
+    """
+
+    __slots__ = ("_prefix",)
+
+    def __init__(self, session_id: str, generation: str) -> None:
+        head = json.dumps(
+            {"v": CURSOR_VERSION, "s": session_id, "g": generation},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        raw = head[:-1].encode("utf-8") + b","
+        raw += b" " * (-len(raw) % 3)
+        self._prefix = base64.urlsafe_b64encode(raw).decode("ascii")
+
+    def __call__(self, position: int) -> str:
+        tail = f'"p":"{position}"}}'.encode("ascii")
+        return self._prefix + base64.urlsafe_b64encode(tail).rstrip(b"=").decode("ascii")
+
+
 def encode_cursor(session_id: str, generation: str, position: int) -> str:
     """Return the cursor that follows record number ``position`` (1-based) of a log."""
-    doc = {"v": CURSOR_VERSION, "s": session_id, "g": generation, "p": str(position)}
-    raw = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    return CursorEncoder(session_id, generation)(position)
 
 
 def decode_cursor(cursor: str, session_id: str, generation: str | None) -> int:

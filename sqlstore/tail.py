@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlstore.cursor import check_boundary, decode_cursor, encode_cursor
+from sqlstore.cursor import CursorEncoder, check_boundary, decode_cursor
 from sqlstore.errors import CursorExpired
 from sqlstore.events import Event, LogRecord, decode_event
 from sqlstore.model import validate_session_id
@@ -96,6 +96,7 @@ def _records(
 ) -> Iterator[LogRecord]:
     remaining = limit if limit > 0 else -1
     live = False
+    encoder: CursorEncoder | None = None
     try:
         while remaining != 0:
             if stop is not None and stop.is_set():
@@ -112,9 +113,11 @@ def _records(
                 )
             if rows:
                 assert generation is not None
+                if encoder is None:
+                    encoder = CursorEncoder(session_id, generation)
                 for row in rows:
                     position = row.pos
-                    yield _to_record(session_id, generation, row, live)
+                    yield _to_record(encoder(row.pos), row, live)
                     if remaining > 0:
                         remaining -= 1
                         if remaining == 0:
@@ -128,8 +131,7 @@ def _records(
         source.close()
 
 
-def _to_record(session_id: str, generation: str, row: RawRecord, live: bool) -> LogRecord:
-    cursor = encode_cursor(session_id, generation, row.pos)
+def _to_record(cursor: str, row: RawRecord, live: bool) -> LogRecord:
     if row.is_gap:
         reason = row.body if isinstance(row.body, str) else row.body.decode("utf-8")
         return LogRecord(kind="gap", event=None, gap_reason=reason, cursor=cursor, live=live)
