@@ -1,0 +1,172 @@
+"""The shared state of one ``sqlstore`` invocation, and the helpers every command uses.
+
+For the authors of command modules (``cli/retention_cmd.py``, ``cli/migrate_cmd.py``)::
+
+    from cli.context import CliContext, json_option, pass_cli
+
+    @click.command()
+    @json_option
+    @pass_cli
+    def prune(cli: CliContext, ...) -> None:
+        \"\"\"Delete stale sessions.
+
+        Example:
+
+            sqlstore prune --older-than 30d --dry-run
+        \"\"\"
+        with cli.open_store() as store:        # read-write; creates nothing if missing
+            report = retention.sweep(store, plan)
+        cli.emit(report.to_json(), human_lines)
+
+* ``cli.db`` is the database path (``--db``, env ``SQLSTORE_DB``, default
+  ``./sessions.db``); ``cli.json`` is True when ``--json`` was given globally *or*
+  on the command (put ``@json_option`` on every command); ``cli.verbose`` counts
+  ``-v``.
+* ``cli.open_store(readonly=True)`` opens an *existing* file and never creates
+  one: a missing file raises ``sqlstore.errors.StoreMissing`` (with a
+  hint to run ``sqlstore init`` or pass ``--db``). ``cli.open_store(create=True)``
+  (only ``sqlstore init`` and importers such as ``migrate``) creates the file.
+* Raise ``sqlstore.errors.StoreError`` (with ``hint=``) for user-facing failures:
+  the group in ``cli.main`` prints ``Error: …`` / ``Hint: …`` and exits 1.
+  Use ``click.UsageError``/``click.BadParameter`` for bad flags (exit 2).
+* :data:`DURATION` is a click parameter type for ``30d``, ``12h``, ``90m``,
+  ``1w`` (it uses ``retention.policy.parse_duration``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from retention.policy import parse_duration
+from sqlstore.errors import StoreError, StoreMissing, UnsafePath
+from sqlstore.sqlite import SQLiteStore
+
+DEFAULT_DB = "sessions.db"
+"""The database file used when neither ``--db`` nor ``SQLSTORE_DB`` is given."""
+
+DB_ENVVAR = "SQLSTORE_DB"
+
+
+class Refused(StoreError):
+    """The CLI refused an operation that needs a confirmation it could not get."""
+
+
+@dataclass
+class CliContext:
+    """Global options of one invocation (``ctx.obj``), plus store and output helpers."""
+
+    db: Path = field(default_factory=lambda: Path(DEFAULT_DB))
+    json: bool = False
+    verbose: int = 0
+
+    def require_existing(self) -> Path:
+        """Return the database path if it names an existing file.
+
+        Raises:
+            StoreMissing: there is no file at the path (nothing is created).
+        """
+        if self.db.is_dir():
+            raise UnsafePath(
+                f"{self.db} is a directory, not a database file",
+                hint="Pass the path of the database file with --db (or set SQLSTORE_DB).",
+            )
+        if not self.db.exists():
+            raise StoreMissing(
+                f"no database at {self.db}",
+                hint=(
+                    f"Create it with `sqlstore --db {self.db} init`, or point at an existing "
+                    "file with --db PATH (or SQLSTORE_DB)."
+                ),
+            )
+        return self.db
+
+    def open_store(self, *, readonly: bool = False, create: bool = False) -> SQLiteStore:
+        """Open the SQLite store at ``db``.
+
+        Without ``create`` the file must already exist (nothing is created, whatever
+        ``readonly`` says); ``readonly`` documents the command's intent and is passed
+        on when the backend supports it.
+
+        Raises:
+            StoreMissing: the file does not exist and ``create`` is False.
+            StoreError: the backend refused the file (corrupt, foreign, too new, ...).
+        """
+        if not create:
+            self.require_existing()
+        return SQLiteStore(os.fspath(self.db), create=create)
+
+    def emit(self, doc: Any, human: Iterable[str] | Callable[[], Iterable[str]]) -> None:
+        """Print ``doc`` as JSON when ``--json`` is on, else the human lines."""
+        if self.json:
+            click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+            return
+        lines = human() if callable(human) else human
+        for line in lines:
+            click.echo(line)
+
+    def note(self, message: str) -> None:
+        """Print a diagnostic line to stderr when ``-v`` was given."""
+        if self.verbose:
+            click.echo(message, err=True)
+
+
+def get_cli(ctx: click.Context | None = None) -> CliContext:
+    """Return the invocation's :class:`CliContext`, creating a default one if needed."""
+    ctx = ctx or click.get_current_context()
+    return ctx.ensure_object(CliContext)
+
+
+pass_cli = click.make_pass_decorator(CliContext, ensure=True)
+"""Decorate a command callback to receive the :class:`CliContext` as its first argument."""
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        get_cli(ctx).json = True
+
+
+json_option = click.option(
+    "--json",
+    "json_output",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_json,
+    help="Print machine-readable JSON (same as the global --json).",
+)
+"""Per-command ``--json`` flag; it sets ``CliContext.json`` and passes no argument."""
+
+
+class DurationType(click.ParamType):  # type: ignore[type-arg]  # generic in new click only
+    """A click parameter for durations such as ``30d``, ``12h``, ``90m`` or ``1w``."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return a ``timedelta``; a malformed value is a usage error (exit 2)."""
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(f"{exc} (write e.g. 30d, 12h, 90m, 1w)", param, ctx)
+
+
+DURATION = DurationType()
+
+
+def stdin_is_terminal() -> bool:
+    """Return True when standard input is an interactive terminal."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
