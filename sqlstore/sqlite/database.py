@@ -47,8 +47,10 @@ MAX_BATCH_OPS = 256
 MAX_IDLE_READERS = 8
 """Reader connections kept open for reuse."""
 
-FOLLOW_POLL_S = 0.002
-"""How often a parked follower checks ``data_version`` for other processes' commits."""
+FOLLOW_POLL_MIN_S = 0.001
+FOLLOW_POLL_MAX_S = 0.010
+"""A parked follower checks ``data_version`` for other processes' commits after 1 ms,
+then backs off to every 10 ms while nothing changes (each check is one cheap pragma)."""
 
 
 class _Op(Generic[T]):
@@ -301,6 +303,7 @@ class Follower:
         deadline = time.monotonic() + timeout_s
         notifier = self.db.notifier
         assert isinstance(token, tuple)
+        interval = FOLLOW_POLL_MIN_S
         while True:
             if stop is not None and stop.is_set():
                 return
@@ -308,9 +311,10 @@ class Follower:
                 raise StoreClosed(f"{self.db.path}: the store was closed while following")
             with notifier.cond:
                 if notifier.count == token[0]:
-                    notifier.cond.wait(FOLLOW_POLL_S)
+                    notifier.cond.wait(interval)
                 if notifier.count != token[0]:
                     return
+            interval = min(interval * 2, FOLLOW_POLL_MAX_S)
             if self.change_token()[1] != token[1]:
                 return
             if time.monotonic() >= deadline:
