@@ -40,7 +40,7 @@ _NON_TERMINAL = frozenset({State.IDLE, State.RUNNING, State.AWAITING})
 
 def clamp_title(text: str) -> str:
     """Return the first line of ``text`` clamped to 120 characters plus "…"."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    line = text.strip().splitlines()[0].rstrip() if text.strip() else ""
     if len(line) > TITLE_MAX_CHARS:
         return line[:TITLE_MAX_CHARS] + "…"
     return line
