@@ -1,0 +1,58 @@
+"""Every conformance suite against ``MemoryStore`` (no second process: nothing is shared)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlstore import MemoryStore
+from sqlstore.conformance import (
+    ConditionalPruneSuite,
+    CreatorSuite,
+    CursorSuite,
+    EventLogSuite,
+    PagerSuite,
+    PrunableSuite,
+    StoreSuite,
+)
+from sqlstore.ports import Store
+
+
+class MemoryFactories:
+    """Factories shared by the MemoryStore suites."""
+
+    def make_store(self, tmp_path: Path) -> Store:
+        """Return a fresh MemoryStore."""
+        return MemoryStore()
+
+    def make_pair(self, tmp_path: Path) -> tuple[Store, Store]:
+        """Return one MemoryStore twice: its state is not shared with any other object."""
+        store = MemoryStore()
+        return store, store
+
+
+class TestMemoryStore(MemoryFactories, StoreSuite):
+    """StoreSuite on MemoryStore."""
+
+
+class TestMemoryPrunable(MemoryFactories, PrunableSuite):
+    """PrunableSuite on MemoryStore."""
+
+
+class TestMemoryPager(MemoryFactories, PagerSuite):
+    """PagerSuite on MemoryStore."""
+
+
+class TestMemoryConditionalPrune(MemoryFactories, ConditionalPruneSuite):
+    """ConditionalPruneSuite on MemoryStore."""
+
+
+class TestMemoryCreator(MemoryFactories, CreatorSuite):
+    """CreatorSuite on MemoryStore (the two handles are one object)."""
+
+
+class TestMemoryEventLog(MemoryFactories, EventLogSuite):
+    """EventLogSuite on MemoryStore."""
+
+
+class TestMemoryCursor(MemoryFactories, CursorSuite):
+    """CursorSuite on MemoryStore (the two handles are one object)."""
