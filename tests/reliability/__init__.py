@@ -1,0 +1,1 @@
+"""Reliability and security battery: crashes, locks, full disks, bad files, fuzzing, models."""

@@ -1,0 +1,249 @@
+"""Child processes of the reliability battery (run as ``python child.py <role> ...``).
+
+Each role prints machine-readable lines on stdout and flushes after every line, so
+the parent knows exactly which calls had returned when it killed the child.
+
+Roles:
+    writer DB MODE THREADS DURABILITY   append (and save/record in mode "mixed") forever
+    locker DB HOLD_S                    hold BEGIN IMMEDIATE for HOLD_S s (or until stdin says go)
+    diskfull DB EXTRA_BYTES             write under RLIMIT_FSIZE until the store refuses
+    hammer DB WORKER SECONDS OUT        2 threads of random create/save/append/delete/record
+    umask DB                            create a store under umask 0, print the modes
+    probe DB                            open, read, write; print what happened as JSON
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+import apsw
+
+import sqlstore
+from sqlstore import Event, Session, SQLiteStore, ToolCallRecord
+from sqlstore.errors import SessionAlreadyExists, SessionNotFound, StoreError
+
+_OUT_LOCK = threading.Lock()
+
+
+def emit(*parts: object) -> None:
+    """Print one line and flush it before returning (the parent's acknowledgement)."""
+    line = " ".join(str(p) for p in parts) + "\n"
+    with _OUT_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def _writer_thread(store: SQLiteStore, index: int, mode: str) -> None:
+    sid = f"w{index}"
+    seq = sum(1 for _ in store.events.read(sid))
+    audit_n = len(store.audit.list(sid))
+    try:
+        snap_n = int(store.sessions.load(sid).labels["n"]) + 1
+    except SessionNotFound:
+        snap_n = 0
+    step = 0
+    while True:
+        kind = step % 3 if mode == "mixed" else 0
+        step += 1
+        if kind == 0:
+            cursor = store.events.append_event(sid, Event("tick", seq=seq, text="x" * 64))
+            emit("E", index, seq, cursor)
+            seq += 1
+        elif kind == 1:
+            session = Session.new(sid, title=f"snapshot {snap_n}", labels={"n": str(snap_n)})
+            store.sessions.save(session)
+            emit("S", index, snap_n)
+            snap_n += 1
+        else:
+            store.audit.record(ToolCallRecord(session_id=sid, call_id=str(audit_n), tool="probe"))
+            emit("A", index, audit_n)
+            audit_n += 1
+
+
+def writer(db: str, mode: str, threads: str, durability: str) -> None:
+    """Write forever from ``threads`` threads, acknowledging every returned call."""
+    emit("START")
+    store = SQLiteStore(db, durability="full" if durability == "full" else "normal")
+    emit("READY")
+    workers = [
+        threading.Thread(target=_writer_thread, args=(store, i, mode), daemon=True)
+        for i in range(int(threads))
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def locker(db: str, hold_s: str) -> None:
+    """Hold the write lock with a raw connection, as another application would."""
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READWRITE)
+    conn.set_busy_timeout(10_000)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE store_meta SET value = value + 1000 WHERE key = 'write_seq'")
+    emit("LOCKED", time.monotonic())
+    if float(hold_s) > 0:
+        time.sleep(float(hold_s))
+    else:
+        sys.stdin.readline()
+    released = time.monotonic()
+    conn.execute("ROLLBACK")
+    emit("RELEASED", released)
+    conn.close()
+
+
+def diskfull(db: str, extra_bytes: str) -> None:
+    """Write until RLIMIT_FSIZE stops the store; report the error and what stayed readable."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    largest = max(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (largest + int(extra_bytes), resource.RLIM_INFINITY))
+    store = SQLiteStore(db)
+    acked = sum(1 for _ in store.events.read("full"))
+    result: dict[str, Any] = {"errors": []}
+    for _attempt in range(10_000):
+        try:
+            store.events.append_event("full", Event("fill", seq=acked, text="y" * 20_000))
+            acked += 1
+        except StoreError as exc:
+            result["errors"].append([type(exc).__name__, str(exc), exc.hint])
+            break
+        except Exception as exc:  # the parent reports any raw error
+            result["errors"].append(["RAW " + type(exc).__name__, str(exc), ""])
+            break
+    else:
+        result["errors"].append(["NEVER_FULL", "", ""])
+    for what, call in (
+        ("save", lambda: store.sessions.save(Session.new("full", title="z" * 400_000))),
+        ("record", lambda: store.audit.record(ToolCallRecord("full", "c", args="a" * 400_000))),
+    ):
+        try:
+            call()
+            result["errors"].append([what, "succeeded", ""])
+        except StoreError as exc:
+            result["errors"].append([what + ":" + type(exc).__name__, str(exc), exc.hint])
+    result["acked"] = acked
+    result["readable"] = [e.seq for e in store.events.read("full")]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    store.events.append_event("full", Event("fill", seq=len(result["readable"]), text="after"))
+    result["after_raise"] = sum(1 for _ in store.events.read("full"))
+    store.close()
+    emit(json.dumps(result))
+
+
+def _hammer_thread(db: str, worker: str, thread: int, deadline: float, out: Any) -> None:
+    store = SQLiteStore(db, durability="normal")
+    rng = random.Random(f"{worker}-{thread}")
+    shared = [f"h{i}" for i in range(6)]
+    count = 0
+    race = 0
+    while time.monotonic() < deadline:
+        count += 1
+        tag = f"{worker}.{thread}.{count}"
+        sid = rng.choice(shared)
+        op = rng.choice(("create", "save", "append", "append", "append", "delete", "race"))
+        if op == "race":
+            sid = f"race{race}"
+            race += 1
+        record: dict[str, Any] = {"op": op, "id": sid, "tag": tag}
+        try:
+            if op in ("create", "race"):
+                store.sessions.create(Session.new(sid, title=tag))
+            elif op == "save":
+                store.sessions.save(Session.new(sid, title=tag))
+            elif op == "append":
+                record["cursor"] = store.events.append_event(sid, Event("h", text=tag))
+            elif op == "delete":
+                store.sessions.delete(sid)
+            if op == "race":
+                store.audit.record(ToolCallRecord(session_id=sid, call_id=tag, tool="race"))
+            record["ok"] = True
+        except SessionAlreadyExists:
+            record["ok"] = False
+            record["error"] = "SessionAlreadyExists"
+        except StoreError as exc:
+            record["ok"] = False
+            record["error"] = type(exc).__name__ + ": " + str(exc)
+        except Exception as exc:  # a raw error is a finding
+            record["ok"] = False
+            record["error"] = "RAW " + type(exc).__name__ + ": " + str(exc)
+        with _OUT_LOCK:
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+    store.close()
+
+
+def hammer(db: str, worker: str, seconds: str, out_path: str) -> None:
+    """Run two hammering threads (each with its own store) until the deadline."""
+    deadline = time.monotonic() + float(seconds)
+    with open(out_path, "w", encoding="utf-8") as out:
+        threads = [
+            threading.Thread(target=_hammer_thread, args=(db, worker, t, deadline, out))
+            for t in range(2)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    emit("DONE")
+
+
+def umask(db: str) -> None:
+    """Create a store (and its directories) under umask 0 and print every mode."""
+    os.umask(0)
+    with SQLiteStore(db) as store:
+        store.sessions.create(Session.new("u"))
+        store.events.append_event("u", Event("e"))
+        modes = {}
+        base = os.path.dirname(os.path.dirname(os.path.dirname(db)))
+        for root, dirs, files in os.walk(base):
+            for name in dirs + files:
+                full = os.path.join(root, name)
+                modes[os.path.relpath(full, base)] = os.stat(full).st_mode & 0o777
+    emit(json.dumps(modes))
+
+
+def probe(db: str) -> None:
+    """Open, read and write the store; print each step's outcome class as JSON."""
+    result: dict[str, Any] = {"uid": os.geteuid()}
+
+    def outcome(fn: Any) -> str:
+        try:
+            fn()
+            return "ok"
+        except StoreError as exc:
+            result.setdefault("hints", []).append(exc.hint)
+            return type(exc).__name__
+        except Exception as exc:  # a raw error is the finding
+            return "RAW " + type(exc).__name__ + ": " + str(exc)
+
+    store: list[SQLiteStore] = []
+    result["open"] = outcome(lambda: store.append(SQLiteStore(db)))
+    if store:
+        s = store[0]
+        result["read"] = outcome(lambda: [s.sessions.load(m.id) for m in s.sessions.list()])
+        result["write"] = outcome(lambda: s.sessions.save(Session.new("probe-write")))
+        result["append"] = outcome(lambda: s.events.append_event("probe-write", Event("e")))
+        s.close()
+    emit(json.dumps(result))
+
+
+ROLES = {
+    "writer": writer,
+    "locker": locker,
+    "diskfull": diskfull,
+    "hammer": hammer,
+    "umask": umask,
+    "probe": probe,
+}
+
+if __name__ == "__main__":
+    assert sqlstore.SQLiteStore is SQLiteStore
+    ROLES[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,69 @@
+"""Shared helpers of the reliability battery: child processes, file hashes, raw checks."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import apsw
+
+REPO = Path(__file__).resolve().parents[2]
+CHILD = Path(__file__).resolve().parent / "child.py"
+
+
+def child_env() -> dict[str, str]:
+    """Return the environment for a child process that imports sqlstore from this checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def spawn(*args: str, **kwargs: object) -> subprocess.Popen[str]:
+    """Start ``child.py`` with ``args``; stdout is a text pipe read line by line."""
+    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, str(CHILD), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        **kwargs,
+    )
+
+
+def run_child(*args: str, timeout: float = 120.0, **kwargs: object) -> str:
+    """Run ``child.py`` to completion and return its stdout; fail with its stderr otherwise."""
+    proc = subprocess.run(  # type: ignore[call-overload]
+        [sys.executable, str(CHILD), *args],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=timeout,
+        **kwargs,
+    )
+    assert proc.returncode == 0, f"child {args} failed ({proc.returncode}):\n{proc.stderr}"
+    return str(proc.stdout)
+
+
+def file_digests(path: str | os.PathLike[str]) -> dict[str, str | None]:
+    """Return the SHA-256 of the database file and of its -wal and -journal (None if absent)."""
+    out: dict[str, str | None] = {}
+    for suffix in ("", "-wal", "-journal"):
+        name = os.fspath(path) + suffix
+        if os.path.exists(name):
+            out[suffix] = hashlib.sha256(Path(name).read_bytes()).hexdigest()
+        else:
+            out[suffix] = None
+    return out
+
+
+def integrity(path: str | os.PathLike[str]) -> list[str]:
+    """Return the rows of ``PRAGMA integrity_check`` on a raw connection (``["ok"]`` if sound)."""
+    conn = apsw.Connection(os.fspath(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    try:
+        return [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
+    finally:
+        conn.close()

@@ -1,0 +1,164 @@
+"""Crash durability: SIGKILL a writing process at random moments and audit what survived.
+
+A child appends events (and, in the mixed variant, saves snapshots and records
+audit rows) from several threads and prints every call's result only after the
+call has returned. After each kill every acknowledged record must be present
+exactly once and in order, the file must pass ``PRAGMA integrity_check``, and the
+store must open and accept writes again. The same file is reused across kills, so
+recovery from one crash is what the next child starts from.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from sqlstore import Event, SQLiteStore
+
+from .helpers import integrity, spawn
+
+pytestmark = pytest.mark.slow
+
+KILL_DELAY_MAX_S = 0.35
+"""Longest random wait between the child's READY line and SIGKILL."""
+
+
+@dataclass
+class Acks:
+    """What a killed child acknowledged, by thread."""
+
+    events: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    snapshots: dict[int, list[int]] = field(default_factory=dict)
+    audits: dict[int, list[int]] = field(default_factory=dict)
+    total: int = 0
+
+
+def _cursor_position(cursor: str) -> tuple[str, int]:
+    doc = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    return str(doc["g"]), int(doc["p"])
+
+
+def _run_and_kill(db: Path, mode: str, threads: int, durability: str, rng: random.Random) -> Acks:
+    proc = spawn("writer", str(db), mode, str(threads), durability)
+    lines: list[str] = []
+    ready = threading.Event()
+    started = threading.Event()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if not line.endswith("\n"):
+                break  # a torn line: the call had returned but its acknowledgement did not
+            lines.append(line)
+            if line == "START\n":
+                started.set()
+            elif line == "READY\n":
+                ready.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    fresh = not db.exists()
+    if fresh:
+        # Kill the very first child while it may still be creating the file and schema.
+        assert started.wait(60), "writer never started"
+        time.sleep(rng.uniform(0.0, 0.08))
+    else:
+        assert ready.wait(60), "writer never became ready"
+        time.sleep(rng.uniform(0.0, KILL_DELAY_MAX_S))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    reader.join(30)
+    assert proc.stdout is not None and proc.stderr is not None
+    errors = proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL, errors
+    acks = Acks()
+    for line in lines:
+        parts = line.split()
+        if parts[0] == "E":
+            acks.events.setdefault(int(parts[1]), []).append((int(parts[2]), parts[3]))
+        elif parts[0] == "S":
+            acks.snapshots.setdefault(int(parts[1]), []).append(int(parts[2]))
+        elif parts[0] == "A":
+            acks.audits.setdefault(int(parts[1]), []).append(int(parts[2]))
+        else:
+            continue
+        acks.total += 1
+    return acks
+
+
+def _audit_after_kill(db: Path, acks: Acks, threads: int) -> int:
+    """Check every acknowledged record; append one more event per log; return records seen."""
+    assert integrity(db) == ["ok"]
+    seen = 0
+    with SQLiteStore(db) as store:
+        for index in range(threads):
+            sid = f"w{index}"
+            records = list(store.events.read_after(sid))
+            seqs = [r.event.seq for r in records if r.event is not None]
+            # Exactly once and in order: the log is seq 0..n-1 with no hole and no repeat.
+            assert seqs == list(range(len(seqs))), f"{sid}: log is not 0..n-1: {seqs[:50]}"
+            for seq, cursor in acks.events.get(index, []):
+                assert seq < len(seqs), f"{sid}: acknowledged event {seq} was lost"
+                generation, position = _cursor_position(cursor)
+                assert position == seq + 1
+                assert records[seq].cursor == cursor, "an acknowledged cursor changed meaning"
+                assert generation == _cursor_position(records[0].cursor)[0]
+            if acks.events.get(index):
+                last_seq, last_cursor = acks.events[index][-1]
+                rest = [r.event.seq for r in store.events.read_after(sid, last_cursor) if r.event]
+                assert rest == list(range(last_seq + 1, len(seqs)))
+            calls = [int(rec.call_id) for rec in store.audit.list(sid)]
+            assert calls == list(range(len(calls))), f"{sid}: audit rows not 0..n-1: {calls}"
+            for n in acks.audits.get(index, []):
+                assert n < len(calls), f"{sid}: acknowledged audit row {n} was lost"
+            if acks.snapshots.get(index):
+                stored = int(store.sessions.load(sid).labels["n"])
+                assert stored >= max(acks.snapshots[index]), f"{sid}: acknowledged save lost"
+            seen += len(seqs) + len(calls)
+            # The store opens and writes normally after the crash.
+            cursor = store.events.append_event(sid, Event("tick", seq=len(seqs), text="parent"))
+            assert _cursor_position(cursor)[1] == len(seqs) + 1
+    assert integrity(db) == ["ok"]
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("mode", "threads", "durability", "kills"),
+    [
+        ("events", 2, "full", 8),
+        ("events", 1, "normal", 6),
+        ("mixed", 3, "full", 8),
+    ],
+)
+def test_sigkill_keeps_every_acknowledged_record(
+    tmp_path: Path, mode: str, threads: int, durability: str, kills: int
+) -> None:
+    """After each SIGKILL every acknowledged record is there once, in order; the file is sound."""
+    seed = int.from_bytes(os.urandom(4), "big")
+    rng = random.Random(seed)
+    db = tmp_path / "crash" / "store.db"
+    db.parent.mkdir()
+    acknowledged = 0
+    seen = 0
+    for round_no in range(kills):
+        acks = _run_and_kill(db, mode, threads, durability, rng)
+        acknowledged += acks.total
+        if not db.exists():
+            continue  # killed before the file existed: nothing was acknowledged
+        try:
+            seen = _audit_after_kill(db, acks, threads)
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}, kill {round_no + 1}: {exc}") from exc
+    assert acknowledged > 0, f"seed {seed}: the writers never acknowledged anything"
+    print(f"crash[{mode},{threads},{durability}]: {kills} kills, {acknowledged} acked, {seen} kept")
