@@ -61,6 +61,8 @@ MALFORMED_VARIANTS = (
     "foreign session",
     "non-string field",
     "JSON array",
+    "foreign session, other generation",
+    "unknown version, other generation",
 )
 
 
@@ -75,6 +77,13 @@ def malformed_variants(real: str) -> dict[str, str]:
         "foreign session": craft({**doc, "s": "conf-someone-else"}),
         "non-string field": craft({**doc, "p": 1}),
         "JSON array": craft([doc["v"], doc["s"], doc["g"], doc["p"]]),
+        # Malformed is decided before the generation is compared (SPEC §3.2 order).
+        "foreign session, other generation": craft(
+            {**doc, "s": "conf-someone-else", "g": "0123456789abcdef"}
+        ),
+        "unknown version, other generation": craft(
+            {**doc, "v": "cur/999", "g": "0123456789abcdef"}
+        ),
     }
 
 
@@ -293,6 +302,23 @@ class CursorSuite(SuiteBase):
             cursors = child.call("append", "conf-cur", sent)
             records = follower.take(5)
         assert texts(records) == [f"child-{i}" for i in range(5)]
+        assert [r.cursor for r in records] == cursors
+
+    def test_cursor_second_process_creates_log_a_follower_waits_for(
+        self, pair: tuple[Store, Store], process_target: ProcessTarget
+    ) -> None:
+        """A parent follower started before the log exists adopts the log a child creates."""
+        first, _ = pair
+        with (
+            workers(process_target, 1) as (child,),
+            Follower(first.events, "conf-cur-new") as follower,
+        ):
+            time.sleep(0.1)  # let the follower park before the log exists (not asserted)
+            sent = [e.to_json() for e in numbered(3, "child")]
+            cursors = child.call("append", "conf-cur-new", sent)
+            records = follower.take(3)
+        assert follower.error is None
+        assert texts(records) == ["child-0", "child-1", "child-2"]
         assert [r.cursor for r in records] == cursors
 
     def test_cursor_second_process_follows_parent_appends(
