@@ -13,6 +13,8 @@ from retention.daemon import DAEMON_LEASE_NAME, install_stop_handlers, run_daemo
 from retention.history import RunRecord, list_runs, record_run
 from retention.planner import Plan, PlanCounts, PlanEntry, plan, plan_rows
 from retention.policy import (
+    DEFAULT_CONFIG,
+    DEFAULT_POLICY,
     Policy,
     PolicyError,
     RetentionConfig,
@@ -26,6 +28,8 @@ from retention.sweep import Report, sweep
 
 __all__ = [
     "DAEMON_LEASE_NAME",
+    "DEFAULT_CONFIG",
+    "DEFAULT_POLICY",
     "Plan",
     "PlanCounts",
     "PlanEntry",

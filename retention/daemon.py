@@ -6,9 +6,10 @@ once and returns. The loop ends when ``stop`` is set: a sweep in progress stops
 before its next deletion, so the current transaction always completes. The CLI
 sets ``stop`` from SIGTERM and SIGINT (:func:`install_stop_handlers`).
 
-Only one daemon sweeps a store at a time: each round takes the lease
-:data:`DAEMON_LEASE_NAME` (renewed during the sweep, released after it). A
-daemon that finds the lease held skips the round and logs so. Every sweep is
+Only one sweeper works on a store at a time: each round takes the lease
+:data:`DAEMON_LEASE_NAME` (renewed during the sweep, released after it); the
+one-shot commands take the same lease. A daemon that finds the lease held skips
+the round and logs so. Every sweep is
 recorded in the retention history and logged as one line; a failed sweep is
 logged and recorded too, and the loop goes on.
 """
@@ -30,7 +31,7 @@ from types import FrameType
 from typing import Literal
 
 from retention.history import record_run, run_record
-from retention.planner import plan
+from retention.planner import Plan, plan
 from retention.policy import Policy
 from retention.sweep import Report, sweep
 from sqlstore import clock
@@ -95,36 +96,52 @@ def sweep_round(
     policy: Policy,
     *,
     owner: str,
-    stop: threading.Event,
-    log: Log,
+    stop: threading.Event | None = None,
+    log: Log | None = None,
     lease_ttl: timedelta = DAEMON_LEASE_TTL,
+    planned: Plan | None = None,
 ) -> RoundResult:
-    """Run one daemon round: take the lease, plan, sweep, record, log, release.
+    """Run one sweep under the sweeper lease: take it, plan, sweep, record, log, release.
 
-    Returns a ``skipped`` result when another daemon holds the lease.
+    The daemon, ``sqlstore retention run`` and ``sqlstore prune`` all sweep
+    through here, so at most one of them sweeps a store at a time. ``planned``
+    sweeps a plan made (and shown) earlier instead of planning again; the sweep
+    is safe against anything that changed since.
+
+    Returns:
+        ``skipped`` when another sweeper holds the lease, else ``swept`` with the report.
 
     Raises:
-        Exception: whatever planning, sweeping or recording raised (the lease is
-            released first); :func:`run_daemon` logs it and goes on.
+        Exception: whatever planning, sweeping or recording raised; the failure is
+            recorded in the history (when the store still can) and the lease released.
     """
+    emit: Log = log if log is not None else _silent
     started = clock.now()
     try:
         lease = store.leases.acquire(DAEMON_LEASE_NAME, owner, lease_ttl)
     except LeaseHeld as exc:
-        log(f"retention sweep skipped: another daemon is sweeping this store ({exc})")
+        emit(f"retention sweep skipped: another sweeper holds this store ({exc})")
         return RoundResult("skipped")
     renewer = _Renewer(store, lease, lease_ttl)
     try:
-        the_plan = plan(store, policy)
-        report = sweep(store, the_plan, stop=stop, heartbeat=renewer)
+        try:
+            the_plan = planned if planned is not None else plan(store, policy)
+            report = sweep(store, the_plan, stop=stop, heartbeat=renewer)
+        except Exception as exc:
+            _record_failure(store, policy, started, exc, emit)
+            raise
         record_run(store, run_record(policy.policy_hash, started, report))
-        log(format_report(report, policy))
+        emit(format_report(report, policy))
         return RoundResult("swept", report)
     finally:
         try:
             store.leases.release(renewer.lease)
         except StoreError as exc:
-            log(f"retention: could not release the daemon lease ({exc}); it expires by itself")
+            emit(f"retention: could not release the sweeper lease ({exc}); it expires by itself")
+
+
+def _silent(_line: str) -> None:
+    return None
 
 
 def run_daemon(
@@ -159,7 +176,7 @@ def run_daemon(
     """
     if not 0 <= jitter < 1:
         raise ValueError("jitter must be in [0, 1)")
-    emit: Log = log if log is not None else (lambda _line: None)
+    emit: Log = log if log is not None else _silent
     me = owner if owner is not None else daemon_owner()
     source = rng if rng is not None else random.Random()
     rounds = 0
@@ -182,21 +199,16 @@ def _one_round(
     log: Log,
     lease_ttl: timedelta,
 ) -> RoundResult:
-    started = clock.now()
     opened: AbstractContextManager[Store]
     try:
         opened = nullcontext(store) if isinstance(store, Store) else store()
         with opened as current:
-            try:
-                return sweep_round(
-                    current, policy, owner=owner, stop=stop, log=log, lease_ttl=lease_ttl
-                )
-            except Exception as exc:
-                _record_failure(current, policy, started, exc, log)
-                raise
+            return sweep_round(
+                current, policy, owner=owner, stop=stop, log=log, lease_ttl=lease_ttl
+            )
     # A daemon must outlive one bad round (a locked file, a full disk, a bug in a
-    # rarely-hit path): the failure is logged and recorded, and the next round
-    # starts on time. SPEC §7 asks for exactly this, and STYLE allows it here only.
+    # rarely-hit path): sweep_round recorded the failure, we log it, and the next
+    # round starts on time. SPEC §7 asks for exactly this; STYLE allows it here only.
     except Exception as exc:
         log(f"retention sweep failed: {type(exc).__name__}: {exc}")
         return RoundResult("failed", error=f"{type(exc).__name__}: {exc}")
@@ -206,10 +218,8 @@ def _record_failure(
     store: Store, policy: Policy, started: datetime, exc: Exception, log: Log
 ) -> None:
     try:
-        record_run(
-            store,
-            run_record(policy.policy_hash, started, None, error=f"{type(exc).__name__}: {exc}"),
-        )
+        error = f"{type(exc).__name__}: {exc}"
+        record_run(store, run_record(policy.policy_hash, started, None, error=error))
     except StoreError as record_exc:
         log(f"retention: could not record the failed sweep ({record_exc})")
 

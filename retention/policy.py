@@ -207,6 +207,13 @@ class RetentionConfig:
     sweep_every: timedelta = DEFAULT_SWEEP_EVERY
 
 
+DEFAULT_POLICY = Policy(child=Rule(max_age=timedelta(days=7), max_count=500))
+"""The policy used without a policy file: mecatl's defaults (children 7 days, 500 per
+family; main and scheduled sessions are kept)."""
+
+DEFAULT_CONFIG = RetentionConfig(policy=DEFAULT_POLICY)
+"""The configuration used without a policy file."""
+
 _TOP_KEYS = {"version", "acknowledge_main_deletion", "sweep_every", "main", "scheduled", "child"}
 _RULE_KEYS = {"max_age", "max_count"}
 _RULE_NAMES = ("main", "scheduled", "child")

@@ -1,0 +1,418 @@
+"""Retention commands: ``sqlstore prune`` and ``sqlstore retention plan|run|daemon|history``.
+
+Thin wrappers over :mod:`retention`. Every sweep goes through
+:func:`retention.sweep_round`, so a one-shot command and a running daemon never
+sweep the same file at once, and every sweep lands in the retention history.
+Dry runs and ``plan`` only read (they never create a file nor write to one).
+
+Exit status: 0 when nothing failed, 1 on any failure (``Error:`` + ``Hint:``);
+bad flags are usage errors (2). ``prune`` exits 1 when another sweeper holds
+the store (it was asked to delete now and did not); ``retention run`` exits 0
+then (the other sweeper — usually the daemon — does the work), so cron does
+not report a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+import retention
+from cli import render
+from cli.context import DURATION, CliContext, Refused, json_option, pass_cli, stdin_is_terminal
+from retention.daemon import DEFAULT_JITTER, RoundResult, daemon_owner
+from retention.history import DEFAULT_HISTORY_LIMIT, RunRecord
+from sqlstore import clock
+from sqlstore.errors import StoreError
+
+CONFIG_ENVVAR = "SQLSTORE_RETENTION_CONFIG"
+"""Environment variable naming the policy file when ``--config`` is not given."""
+
+KIND_CHOICES = ("child", "main", "scheduled", "all")
+
+
+class SweeperBusy(StoreError):
+    """Another sweeper (a retention daemon or a one-shot run) holds the store."""
+
+    default_hint = "Wait for it to finish, or stop the daemon (`sqlstore retention daemon`)."
+
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar=CONFIG_ENVVAR,
+    show_envvar=True,
+    help="TOML policy file with a [retention] table (default: children 7d, 500 per family).",
+)
+
+
+def load(config_path: Path | None) -> retention.RetentionConfig:
+    """Return the policy file's configuration, or the default one without a file."""
+    if config_path is None:
+        return retention.DEFAULT_CONFIG
+    return retention.load_config(config_path)
+
+
+def plan_lines(plan: retention.Plan) -> Iterator[str]:
+    """Yield the exact candidate table of a plan, then a summary line."""
+    if plan.entries:
+        body = [
+            [
+                e.meta.id,
+                str(e.meta.kind),
+                str(e.meta.state),
+                clock.format_rfc3339(e.meta.modified_at),
+                e.reason,
+            ]
+            for e in plan.entries
+        ]
+        yield from render.table(["ID", "KIND", "STATE", "MODIFIED (UTC)", "REASON"], body)
+    else:
+        yield "No sessions to delete."
+    yield plan_summary(plan)
+
+
+def plan_summary(plan: retention.Plan) -> str:
+    """Return the one-line summary of a plan: counts, protections, policy, generation."""
+    reasons = " ".join(f"{k}={v}" for k, v in sorted(plan.counts.by_reason.items()))
+    kept = " ".join(f"{k}={v}" for k, v in sorted(plan.protected.items()))
+    return (
+        f"{plan.counts.total} of {plan.scanned} sessions planned"
+        + (f" ({reasons})" if reasons else "")
+        + (f"; protected: {kept}" if kept else "")
+        + f"; policy {plan.policy.describe()}; generation {plan.generation[:16]}"
+    )
+
+
+def report_lines(report: retention.Report) -> Iterator[str]:
+    """Yield the human summary of a sweep."""
+    yield (
+        f"Deleted {report.deleted} of {report.planned} planned sessions "
+        f"(changed since planning: {report.changed}, leased since: {report.leased}, "
+        f"failed: {report.failed}) in {report.seconds:.2f}s"
+    )
+    if report.bytes_before or report.bytes_after:
+        yield (
+            f"File size {render.human_bytes(report.bytes_before)} -> "
+            f"{render.human_bytes(report.bytes_after)}"
+        )
+    if report.interrupted:
+        yield "Stopped before the end; the rest is left for the next sweep."
+    for error in report.errors:
+        yield f"error: {error}"
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGTERM/SIGINT while the block runs (only from the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    restore = retention.install_stop_handlers(stop)
+    try:
+        yield
+    finally:
+        restore()
+
+
+def run_sweep(
+    cli: CliContext, store: Any, policy: retention.Policy, planned: retention.Plan | None
+) -> RoundResult:
+    """Sweep under the sweeper lease, stopping cleanly on SIGTERM/SIGINT."""
+    stop = threading.Event()
+    with stop_on_signals(stop):
+        return retention.sweep_round(
+            store, policy, owner=daemon_owner(), stop=stop, log=cli.note, planned=planned
+        )
+
+
+def finish(cli: CliContext, plan: retention.Plan, report: retention.Report) -> None:
+    """Print a sweep's report; exit 1 when anything failed."""
+    doc = {"plan": plan.to_json(), "report": report.to_json()}
+    if cli.json:
+        cli.emit(doc, [])
+    else:
+        for line in report_lines(report):
+            click.echo(line)
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+def policy_for_prune(
+    kind: str, older_than: timedelta | None, keep: int, acknowledge: bool
+) -> retention.Policy:
+    """Return the policy ``sqlstore prune`` flags describe."""
+    rule = retention.Rule(max_age=older_than or timedelta(0), max_count=keep)
+    off = retention.Rule()
+    return retention.Policy(
+        main=rule if kind in ("main", "all") else off,
+        scheduled=rule if kind in ("scheduled", "all") else off,
+        child=rule if kind in ("child", "all") else off,
+        acknowledge_main_deletion=acknowledge,
+    )
+
+
+@click.command()
+@click.option("--older-than", type=DURATION, help="Delete sessions last written before this.")
+@click.option(
+    "--kind",
+    type=click.Choice(KIND_CHOICES),
+    default="child",
+    show_default=True,
+    help="Which sessions: child (subagent, parallel_branch, team_member), main, scheduled, all.",
+)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Also keep at most N newest sessions per family (0: no cap).",
+)
+@click.option("--dry-run", is_flag=True, help="Only print the exact sessions it would delete.")
+@click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
+@click.option(
+    "--acknowledge-main-deletion",
+    is_flag=True,
+    help="Allow deleting main (user) sessions with --kind main/all.",
+)
+@json_option
+@pass_cli
+def prune(
+    cli: CliContext,
+    older_than: timedelta | None,
+    kind: str,
+    keep: int,
+    dry_run: bool,
+    yes: bool,
+    acknowledge_main_deletion: bool,
+) -> None:
+    """Delete stale sessions by last-write time, once (for cron or by hand).
+
+    Never deletes running or awaiting sessions, unknown kinds, or sessions
+    with a live lease; a session written after planning is kept. On a terminal
+    it asks first; elsewhere it refuses unless --yes is given.
+
+    Example:
+
+    \b
+        sqlstore prune --older-than 30d --kind child --keep 500 --dry-run
+    """
+    if (older_than is None or older_than == timedelta(0)) and keep == 0:
+        raise click.UsageError("give --older-than DURATION and/or --keep N")
+    policy = policy_for_prune(kind, older_than, keep, acknowledge_main_deletion)
+    with cli.open_store(readonly=dry_run) as store:
+        plan = retention.plan(store, policy)
+        if dry_run:
+            cli.emit(plan.to_json(), plan_lines(plan))
+            return
+        if plan.entries and not yes:
+            if not stdin_is_terminal():
+                raise Refused(
+                    f"refusing to delete {plan.counts.total} sessions without confirmation: "
+                    "standard input is not a terminal",
+                    hint="Review them with --dry-run, then pass --yes.",
+                )
+            for line in plan_lines(plan):
+                click.echo(line)
+            click.confirm(f"Delete these {plan.counts.total} sessions?", abort=True)
+        result = run_sweep(cli, store, policy, plan)
+    if result.report is None:
+        raise SweeperBusy("another retention sweep is running on this store; nothing deleted")
+    finish(cli, plan, result.report)
+
+
+@click.group("retention")
+def retention_group() -> None:
+    """Apply a retention policy: show the plan, sweep once, run the daemon, show history.
+
+    The policy comes from --config FILE (TOML, see docs/retention.md) or
+    SQLSTORE_RETENTION_CONFIG; without one, child sessions older than 7 days
+    or beyond the newest 500 per family are deleted.
+
+    Example:
+
+    \b
+        sqlstore --db /var/lib/agent/sessions.db retention plan --config retention.toml
+    """
+
+
+@retention_group.command("plan")
+@config_option
+@json_option
+@pass_cli
+def plan_cmd(cli: CliContext, config_path: Path | None) -> None:
+    """Print the exact sessions the policy would delete now, and why (age or cap).
+
+    Reads only; never creates or changes the file.
+
+    Example:
+
+    \b
+        sqlstore retention plan --config retention.toml --json
+    """
+    config = load(config_path)
+    with cli.open_store(readonly=True) as store:
+        plan = retention.plan(store, config.policy)
+    cli.emit(plan.to_json(), plan_lines(plan))
+
+
+@retention_group.command("run")
+@config_option
+@click.option("--dry-run", is_flag=True, help="Only print the plan (same as `retention plan`).")
+@json_option
+@pass_cli
+def run_cmd(cli: CliContext, config_path: Path | None, dry_run: bool) -> None:
+    """Sweep once with the policy (for cron); the sweep is recorded in the history.
+
+    Skips (exit 0) when a daemon or another run is sweeping the same file.
+
+    Example:
+
+    \b
+        sqlstore --db /var/lib/agent/sessions.db retention run --config /etc/sqlstore/retention.toml
+    """
+    config = load(config_path)
+    with cli.open_store(readonly=dry_run) as store:
+        plan = retention.plan(store, config.policy)
+        if dry_run:
+            cli.emit(plan.to_json(), plan_lines(plan))
+            return
+        result = run_sweep(cli, store, config.policy, plan)
+    if result.report is None:
+        cli.emit(
+            {"skipped": "another retention sweep is running on this store"},
+            ["Skipped: another retention sweep is running on this store."],
+        )
+        return
+    finish(cli, plan, result.report)
+
+
+@retention_group.command("daemon")
+@config_option
+@click.option(
+    "--every",
+    type=DURATION,
+    help="Interval between sweeps (default: the file's sweep_every, else 1h; 0: once).",
+)
+@click.option(
+    "--jitter",
+    type=click.FloatRange(min=0, max=1, max_open=True),
+    default=DEFAULT_JITTER,
+    show_default=True,
+    help="Vary the interval by this fraction either way.",
+)
+@pass_cli
+def daemon_cmd(
+    cli: CliContext, config_path: Path | None, every: timedelta | None, jitter: float
+) -> None:
+    """Sweep now and then every interval, in the foreground, until SIGTERM or Ctrl-C.
+
+    Logs one line per sweep on stderr. Stops cleanly (exit 0) after the current
+    deletion on SIGTERM/SIGINT. Only one daemon sweeps a file at a time; another
+    one skips its rounds while the first sweeps. A failed sweep is logged and
+    the loop goes on.
+
+    Example:
+
+    \b
+        sqlstore --db /var/lib/agent/sessions.db retention daemon --config retention.toml --every 1h
+    """
+    config = load(config_path)
+    interval = config.sweep_every if every is None else every
+    cli.require_existing()
+
+    def log(line: str) -> None:
+        click.echo(f"{clock.format_rfc3339(clock.now())} {line}", err=True)
+
+    def open_store() -> Any:
+        return cli.open_store()
+
+    stop = threading.Event()
+    log(
+        f"retention daemon started: db={cli.db} every={retention.format_duration(interval)} "
+        f"policy {config.policy.describe()}"
+    )
+    with stop_on_signals(stop):
+        rounds = retention.run_daemon(
+            open_store, config.policy, interval, stop=stop, jitter=jitter, log=log
+        )
+    log(f"retention daemon stopped after {rounds} round(s)")
+
+
+HISTORY_HEADERS = (
+    "ID",
+    "STARTED (UTC)",
+    "TOOK",
+    "PLANNED",
+    "DELETED",
+    "SKIPPED",
+    "FAILED",
+    "POLICY",
+    "DETAIL",
+)
+
+
+def history_lines(runs: list[RunRecord]) -> Iterator[str]:
+    """Yield the ``retention history`` table."""
+    if not runs:
+        yield "No retention sweeps recorded."
+        return
+    body = [
+        [
+            str(r.id),
+            render.short_time(r.started_at),
+            f"{(r.ended_at - r.started_at).total_seconds():.1f}s",
+            str(r.planned),
+            str(r.deleted),
+            str(r.changed),
+            str(r.failed),
+            r.policy_hash[:12],
+            render.one_line(r.detail, 60),
+        ]
+        for r in runs
+    ]
+    yield from render.table(
+        [
+            "ID",
+            "STARTED (UTC)",
+            "TOOK",
+            "PLANNED",
+            "DELETED",
+            "SKIPPED",
+            "FAILED",
+            "POLICY",
+            "DETAIL",
+        ],
+        body,
+    )
+
+
+@retention_group.command("history")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=DEFAULT_HISTORY_LIMIT,
+    show_default=True,
+    help="Most recent sweeps to show.",
+)
+@json_option
+@pass_cli
+def history_cmd(cli: CliContext, limit: int) -> None:
+    """Show the recorded retention sweeps, newest first.
+
+    SKIPPED counts sessions kept because they changed or were leased after planning.
+
+    Example:
+
+    \b
+        sqlstore retention history --limit 10 --json
+    """
+    with cli.open_store(readonly=True) as store:
+        runs = retention.list_runs(store, limit)
+    cli.emit([r.to_json() for r in runs], history_lines(runs))
