@@ -1,0 +1,227 @@
+"""``sqlstore export``: write sessions back as openzot run logs or as a mecatl ``sid-v2`` store.
+
+The inverse of the import mappings, so ``export → migrate`` into a fresh store is
+lossless for sessions that came from that format (JSONL-FORMATS.md defines the
+equality). Files are created exclusively (an existing file is never
+overwritten: that session is reported as failed), with mode 0600, fsynced, and
+their mtime set to the session's ``modified_at`` so a re-import keeps the
+session's real age.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from sqlstore import clock
+from sqlstore.errors import MigrationError, SessionNotFound
+from sqlstore.events import Event
+from sqlstore.jsonl import dumps_line
+from sqlstore.migrate.items import FORMAT_MECATL, FORMAT_RUNLOG, FORMATS
+from sqlstore.migrate.mecatl_events import (
+    EVENT_VERSION,
+    GAP_VERSION,
+    GENERATION_VERSION,
+    audit_to_mecatl,
+    event_to_mecatl,
+)
+from sqlstore.migrate.mecatl_mapping import session_to_snapshot
+from sqlstore.migrate.mecatl_source import (
+    ENVELOPE_VERSION,
+    EVENTS_SUFFIX,
+    SNAPSHOT_SUFFIX,
+    TOOLS_SUFFIX,
+    V2_DIR,
+    family_token,
+)
+from sqlstore.migrate.runlog_mapping import runlog_from_session
+from sqlstore.model import JSON
+from sqlstore.ports import Store
+from sqlstore.runlog import BLOBS_SUFFIX, RUNLOG_FILE_MODE, RUNLOG_SUFFIX, Record
+from sqlstore.session import Session
+
+EXPORT_DIR_MODE = 0o700
+MAX_FILE_NAME_BYTES = 255
+
+
+@dataclass(slots=True)
+class ExportReport:
+    """What ``export_sessions`` wrote."""
+
+    format: str
+    out: str
+    exported: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    events: int = 0
+    audit_rows: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when every requested session was written."""
+        return not self.failed
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "format": self.format,
+            "out": self.out,
+            "ok": self.ok,
+            "exported": list(self.exported),
+            "failed": [{"session_id": s, "reason": r} for s, r in self.failed],
+            "events": self.events,
+            "audit_rows": self.audit_rows,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 6),
+        }
+
+
+def export_sessions(
+    store: Store,
+    fmt: str,
+    out: str | os.PathLike[str],
+    *,
+    session_ids: Sequence[str] | None = None,
+) -> ExportReport:
+    """Write the given sessions (every session when None) under ``out`` in format ``fmt``.
+
+    Raises:
+        MigrationError: unknown format, or ``out`` exists and is not a directory.
+    """
+    started = time.monotonic()
+    if fmt not in FORMATS:
+        raise MigrationError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    root = Path(out)
+    if root.exists() and not root.is_dir():
+        raise MigrationError(f"{root} exists and is not a directory")
+    folder = root / V2_DIR if fmt == FORMAT_MECATL else root
+    folder.mkdir(mode=EXPORT_DIR_MODE, parents=True, exist_ok=True)
+    report = ExportReport(format=fmt, out=str(root))
+    if session_ids is None:
+        session_ids = sorted(s.id for s in store.sessions.list())
+    ids = list(session_ids)
+    for session_id in ids:
+        try:
+            session = store.sessions.load(session_id)
+            modified_at = store.sessions.meta(session_id).modified_at
+        except SessionNotFound as exc:
+            report.failed.append((session_id, str(exc)))
+            continue
+        records = list(store.events.read_after(session_id))
+        audit = store.audit.list(session_id)
+        try:
+            if fmt == FORMAT_RUNLOG:
+                written = _write_runlog(folder, session, [r.event for r in records if r.event])
+            else:
+                log = [(r.event, r.gap_reason) for r in records]
+                generation = _generation(records[0].cursor) if records else ""
+                lines = [dumps_line(audit_to_mecatl(a)) for a in audit]
+                written = _write_mecatl(folder, session, modified_at, log, generation, lines)
+        except (OSError, ValueError) as exc:
+            report.failed.append((session_id, str(exc)))
+            continue
+        for path in written:
+            _set_mtime(path, modified_at)
+            report.bytes += path.stat().st_size
+        report.exported.append(session_id)
+        report.events += len(records)
+        report.audit_rows += len(audit) if fmt == FORMAT_MECATL else 0
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _generation(cursor: str) -> str:
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    value = json.loads(raw)["g"]
+    return value if isinstance(value, str) else ""
+
+
+def _write_file(path: Path, data: bytes) -> Path:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, RUNLOG_FILE_MODE)
+    try:
+        os.fchmod(fd, RUNLOG_FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
+
+
+def _set_mtime(path: Path, moment: datetime) -> None:
+    ns = clock.to_ns(moment)
+    os.utime(path, ns=(ns, ns))
+
+
+def _check_file_name(session_id: str) -> None:
+    name = session_id + RUNLOG_SUFFIX
+    if (
+        "/" in session_id
+        or "\x00" in session_id
+        or session_id in (".", "..")
+        or len(name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES
+    ):
+        raise ValueError(f"session id {session_id!r} cannot be a run-log file name")
+
+
+def _write_runlog(folder: Path, session: Session, events: list[Event]) -> list[Path]:
+    _check_file_name(session.id)
+    exported = runlog_from_session(session, events)
+    body = b"".join(
+        dumps_line(Record(kind, at, payload).to_json()) for kind, at, payload in exported.records
+    )
+    written = [_write_file(folder / f"{session.id}{RUNLOG_SUFFIX}", body)]
+    if exported.blobs:
+        blobs = folder / f"{session.id}{BLOBS_SUFFIX}"
+        blobs.mkdir(mode=EXPORT_DIR_MODE, exist_ok=True)
+        for name, data in sorted(exported.blobs.items()):
+            written.append(_write_file(blobs / name, data))
+    return written
+
+
+def _write_mecatl(
+    folder: Path,
+    session: Session,
+    modified_at: datetime,
+    log: list[tuple[Event | None, str]],
+    generation: str,
+    audit_lines: list[bytes],
+) -> list[Path]:
+    token = family_token(session.id)
+    stamp = clock.format_rfc3339(modified_at)
+    envelope: dict[str, JSON] = {
+        "v": ENVELOPE_VERSION,
+        "modified_at": stamp,
+        "metadata": {
+            "id": session.id,
+            "kind": str(session.kind),
+            "state": str(session.state),
+            "title": session.title,
+            "model_id": session.model_id,
+            "created_at": clock.format_rfc3339(session.created_at),
+            "modified_at": stamp,
+            "turns": session.counters.turns,
+        },
+        "activity": {"state": str(session.state), "updated_at": stamp},
+        "snapshot": session_to_snapshot(session),
+    }
+    snap = json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    written = [_write_file(folder / f"{token}{SNAPSHOT_SUFFIX}", snap)]
+    if log:
+        lines = [dumps_line({"v": GENERATION_VERSION, "g": generation})]
+        for event, reason in log:
+            if event is None:
+                lines.append(dumps_line({"v": GAP_VERSION, "r": reason}))
+            else:
+                lines.append(dumps_line({"v": EVENT_VERSION, "ev": event_to_mecatl(event)}))
+        written.append(_write_file(folder / f"{token}{EVENTS_SUFFIX}", b"".join(lines)))
+    if audit_lines:
+        written.append(_write_file(folder / f"{token}{TOOLS_SUFFIX}", b"".join(audit_lines)))
+    return written

@@ -1,0 +1,109 @@
+"""What the importers hand to the job: source items, fingerprints and mapped sessions."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlstore.audit import ToolCallRecord
+from sqlstore.events import Event
+from sqlstore.jsonl import LineProblem
+from sqlstore.session import Session
+
+FORMAT_RUNLOG = "runlog"
+FORMAT_MECATL = "mecatl"
+FORMATS = (FORMAT_RUNLOG, FORMAT_MECATL)
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """Size, newest mtime and content hash of the files that make up one source item."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class SourceItem:
+    """One importable unit of a source: a run log, or a mecatl session family.
+
+    ``name`` is the item's key in ``migration_items`` (a path relative to the source
+    root); ``files`` are the files read for it, in a fixed order.
+    """
+
+    name: str
+    files: tuple[Path, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemBytes:
+    """The bytes of a source item's files, read once, and their fingerprint."""
+
+    item: SourceItem
+    contents: dict[Path, bytes]
+    mtimes_ns: dict[Path, int]
+    fingerprint: Fingerprint
+
+
+def read_item(item: SourceItem) -> ItemBytes:
+    """Read every file of ``item`` (missing files count as absent) and fingerprint them.
+
+    The fingerprint covers exactly the bytes the importer maps, so an item that
+    changes while it is being read is seen as changed on the next run.
+    """
+    contents: dict[Path, bytes] = {}
+    mtimes_ns: dict[Path, int] = {}
+    digest = hashlib.sha256()
+    size = 0
+    mtime_ns = 0
+    for path in item.files:
+        try:
+            with path.open("rb") as handle:
+                stat = os.fstat(handle.fileno())
+                data = handle.read()
+        except FileNotFoundError:
+            continue
+        contents[path] = data
+        mtimes_ns[path] = stat.st_mtime_ns
+        size += len(data)
+        mtime_ns = max(mtime_ns, stat.st_mtime_ns)
+        name = path.name.encode("utf-8")
+        digest.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big") + data)
+    return ItemBytes(item, contents, mtimes_ns, Fingerprint(size, mtime_ns, digest.hexdigest()))
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One record to append to the imported log: an event, or a gap with its reason."""
+
+    event: Event | None = None
+    gap_reason: str = ""
+
+
+@dataclass(slots=True)
+class SessionImport:
+    """One source item mapped to a session, ready to be written in one transaction."""
+
+    session: Session
+    log: list[LogEntry] = field(default_factory=list)
+    audit: list[ToolCallRecord] = field(default_factory=list)
+    modified_at_ns: int = 0
+    generation: str | None = None
+    warnings: list[LineProblem] = field(default_factory=list)
+    incomplete: bool = False
+
+
+class ItemSkipped(Exception):
+    """The item is not importable as a session; ``reason`` is the skip reason key."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class ItemFailed(Exception):
+    """The item looked importable but could not be mapped; ``detail`` says why."""

@@ -1,0 +1,165 @@
+"""The SQLite side of ``sqlstore migrate``: one batch per ``BEGIN IMMEDIATE`` transaction.
+
+Each batch writes, for every imported session, its snapshot (with the source's
+``modified_at``, not the import time), its event log (under the source's
+generation when it has one), its audit rows, and its ``migration_items``
+checkpoint row — all through one :meth:`Database.write` call, so a crash or a
+``kill -9`` leaves either the whole batch or none of it. Row SQL is shared with
+the rest of the backend through :mod:`sqlstore.sqlite.rows`.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from sqlstore import clock, snapshot
+from sqlstore.cursor import new_generation
+from sqlstore.events import check_record_size, encode_event
+from sqlstore.migrate.items import Fingerprint, SessionImport
+from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
+from sqlstore.migrate.target import BatchEntry, ItemRow
+from sqlstore.sqlite import rows
+from sqlstore.sqlite.store import SQLiteStore
+
+
+class SQLiteImports:
+    """Writes import batches and checkpoint rows into a ``SQLiteStore``."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._db = store.db
+
+    def load_items(self, job_id: str) -> dict[str, ItemRow]:
+        """Return the checkpoint rows of a job."""
+        with self._db.reader() as conn:
+            found = conn.execute(
+                "SELECT item, size, mtime_ns, sha256, outcome, session_id, detail "
+                "FROM migration_items WHERE job_id = ?",
+                (job_id,),
+            ).fetchall()
+        return {
+            str(item): ItemRow(
+                str(item),
+                Fingerprint(int(size), int(mtime_ns), str(sha)),  # type: ignore[arg-type]
+                str(outcome),
+                None if sid is None else str(sid),
+                str(detail),
+            )
+            for item, size, mtime_ns, sha, outcome, sid, detail in found
+        }
+
+    def exists(self, session_id: str) -> bool:
+        """True when a snapshot is stored under ``session_id``."""
+        with self._db.reader() as conn:
+            return rows.session_exists(conn, session_id)
+
+    def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
+        """Insert the job row as ``running`` (an existing job is marked running again)."""
+
+        def op(conn: apsw.Connection) -> None:
+            conn.execute(
+                "INSERT INTO migrations (job_id, source, format, started_at_ns, updated_at_ns, "
+                "state) VALUES (?, ?, ?, ?, ?, 'running') ON CONFLICT (job_id) DO UPDATE SET "
+                "updated_at_ns = excluded.updated_at_ns, state = 'running'",
+                (job_id, source, fmt, now_ns, now_ns),
+            )
+
+        self._db.write(op)
+
+    def write_batch(
+        self, job_id: str, entries: list[BatchEntry], *, overwrite: bool, now_ns: int
+    ) -> list[str]:
+        """Write a batch in one transaction; see :class:`sqlstore.migrate.target.ImportTarget`."""
+        encoded = [
+            None if e.payload is None else _encode(e.payload) for e in entries
+        ]  # encode outside the write lock
+
+        def op(conn: apsw.Connection) -> list[str]:
+            outcomes: list[str] = []
+            for entry, bodies in zip(entries, encoded, strict=True):
+                row = entry.row
+                if entry.payload is not None and bodies is not None:
+                    sid = entry.payload.session.id
+                    if rows.session_exists(conn, sid) and not overwrite:
+                        row = ItemRow(
+                            row.item, row.fingerprint, SKIP_EXISTS, sid, "session id already exists"
+                        )
+                    else:
+                        _write_session(conn, entry.payload, bodies)
+                        row = ItemRow(row.item, row.fingerprint, OUTCOME_IMPORTED, sid, row.detail)
+                _put_row(conn, job_id, row, now_ns)
+                outcomes.append(row.outcome)
+            conn.execute(
+                "UPDATE migrations SET updated_at_ns = ? WHERE job_id = ?", (now_ns, job_id)
+            )
+            return outcomes
+
+        return self._db.write(op)
+
+    def finish_job(self, job_id: str, state: str, now_ns: int) -> None:
+        """Record the job's final state."""
+
+        def op(conn: apsw.Connection) -> None:
+            conn.execute(
+                "UPDATE migrations SET state = ?, updated_at_ns = ? WHERE job_id = ?",
+                (state, now_ns, job_id),
+            )
+
+        self._db.write(op)
+
+
+_Bodies = tuple[bytes, list[tuple[bool, str, bytes]]]
+
+
+def _encode(payload: SessionImport) -> _Bodies:
+    blob = snapshot.encode(payload.session)
+    records: list[tuple[bool, str, bytes]] = []
+    for entry in payload.log:
+        if entry.event is None:
+            body = check_record_size(entry.gap_reason.encode("utf-8"), "gap reason")
+            records.append((True, "", body))
+        else:
+            records.append((False, entry.event.type, encode_event(entry.event)))
+    return blob, records
+
+
+def _write_session(conn: apsw.Connection, payload: SessionImport, bodies: _Bodies) -> None:
+    session = payload.session
+    blob, records = bodies
+    mtime_ns = payload.modified_at_ns
+    rows.delete_session_rows(conn, session.id)
+    if records:
+        conn.execute(
+            "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
+            "VALUES (?, ?, 0, ?)",
+            (session.id, payload.generation or new_generation(), mtime_ns),
+        )
+    for is_gap, event_type, body in records:
+        rows.append_record(
+            conn, session.id, is_gap=is_gap, event_type=event_type, body=body, now_ns=mtime_ns
+        )
+    for record in payload.audit:
+        at_ns = mtime_ns if record.at is None else clock.to_ns(record.at)
+        rows.insert_audit(conn, record, at_ns)
+    rows.put_snapshot(conn, session, blob, mtime_ns)
+
+
+def _put_row(conn: apsw.Connection, job_id: str, row: ItemRow, now_ns: int) -> None:
+    fp = row.fingerprint
+    conn.execute(
+        "INSERT INTO migration_items (job_id, item, size, mtime_ns, sha256, outcome, session_id, "
+        "detail, at_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, item) DO UPDATE "
+        "SET size = excluded.size, mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, "
+        "outcome = excluded.outcome, session_id = excluded.session_id, "
+        "detail = excluded.detail, at_ns = excluded.at_ns",
+        (
+            job_id,
+            row.item,
+            fp.size,
+            fp.mtime_ns,
+            fp.sha256,
+            row.outcome,
+            row.session_id,
+            row.detail,
+            now_ns,
+        ),
+    )
