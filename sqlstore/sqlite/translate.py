@@ -25,7 +25,18 @@ _UNTRANSLATED = (apsw.SQLError, apsw.BindingsError, apsw.ThreadingViolationError
 
 
 def translate(exc: apsw.Error, path: str) -> StoreError:
-    """Return the sqlstore error that describes ``exc`` for the database at ``path``."""
+    """Return the sqlstore error that describes ``exc`` for the database at ``path``.
+
+    The driver error is attached as ``__cause__`` here, so an error that is stored
+    and raised later (the group-commit writer hands it to every waiting caller)
+    still carries it, as ``raise ... from`` would.
+    """
+    error = _describe(exc, path)
+    error.__cause__ = exc
+    return error
+
+
+def _describe(exc: apsw.Error, path: str) -> StoreError:
     detail = str(exc).split(":", 1)[-1].strip() or type(exc).__name__
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return StoreBusy(f"{path}: the database is locked by another writer ({detail})")
