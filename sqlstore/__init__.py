@@ -7,7 +7,7 @@ a tool-call audit trail. ``MemoryStore`` offers the same contracts in memory.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.events import Event, LogRecord
@@ -30,6 +30,9 @@ from sqlstore.model import (
 )
 from sqlstore.session import Session
 from sqlstore.sqlite import SQLiteStore
+
+if TYPE_CHECKING:  # the Redis backend is optional (extra `redis`); imported lazily by open()
+    from sqlstore.redis import RedisStore
 
 __version__ = "0.1.0"
 
@@ -63,8 +66,9 @@ __all__ = [
 ]
 
 
-def open(target: str, **options: Any) -> MemoryStore | SQLiteStore:
-    """Open a store by URL: ``memory:``, ``sqlite:///rel.db``, ``sqlite:////abs.db``, or a path.
+def open(target: str, **options: Any) -> MemoryStore | SQLiteStore | RedisStore:
+    """Open a store by URL: ``memory:``, ``sqlite:///rel.db``, ``sqlite:////abs.db``, a path,
+    or ``redis://host:port/db`` (``RedisStore``; needs the ``redis`` extra).
 
     Options go to the backend's constructor (for SQLite: ``durability``,
     ``busy_timeout_ms``).
@@ -76,11 +80,24 @@ def open(target: str, **options: Any) -> MemoryStore | SQLiteStore:
         if options:
             raise ValueError(f"MemoryStore takes no options, got {sorted(options)}")
         return MemoryStore()
+    if target.startswith(("redis://", "rediss://")):
+        # Redis support (sqlstore.redis) is imported lazily: `redis` is an optional extra.
+        try:
+            from sqlstore.redis import RedisStore
+        except ModuleNotFoundError as exc:
+            if exc.name != "redis":
+                raise
+            raise ValueError(
+                "redis:// URLs need the redis client: pip install 'sqlstore[redis]'"
+            ) from exc
+        return RedisStore(target, **options)
     if target.startswith("sqlite:///"):
         return SQLiteStore(target[len("sqlite:///") :], **options)
     if target.startswith("sqlite://"):
         raise ValueError("sqlite URLs are sqlite:///relative.db or sqlite:////absolute/path.db")
     if "://" in target:
         scheme = target.split("://", 1)[0]
-        raise ValueError(f"unsupported store URL scheme {scheme!r}; use sqlite:/// or memory:")
+        raise ValueError(
+            f"unsupported store URL scheme {scheme!r}; use sqlite:///, memory: or redis://"
+        )
     return SQLiteStore(target, **options)

@@ -125,6 +125,15 @@ class StoreReadOnly(StoreError):
     )
 
 
+class StoreUnavailable(StoreError):
+    """The store's server (Redis) could not be reached or refused the connection."""
+
+    default_hint = (
+        "Check that the server is running and reachable at the URL given "
+        "(`redis-cli -u URL ping`), and that the credentials are right."
+    )
+
+
 class StoreClosed(StoreError):
     """The store was used after `close()`."""
 

@@ -1,0 +1,7 @@
+"""The Redis backend: ``RedisStore`` and ``copy_store`` (needs the ``redis`` extra)."""
+
+from __future__ import annotations
+
+from sqlstore.redis.store import RedisStore
+
+__all__ = ["RedisStore"]

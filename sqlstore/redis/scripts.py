@@ -1,0 +1,179 @@
+"""The Lua scripts of the Redis backend: every multi-key write is one atomic script.
+
+Redis runs a script to completion without interleaving other commands, so a
+script is the backend's transaction: ``create`` checks and publishes in one
+step, a delete removes snapshot, log, generation, audit rows and index entries
+together, and an append touches the session's version in the same step.
+
+Scripts build owner-index and session keys from the prefix (``ARGV``) instead
+of declaring them all in ``KEYS``: this is why Redis Cluster is not supported.
+Times arrive as decimal strings computed in Python (Lua numbers are doubles);
+lease expiries are 20-digit strings so they compare correctly as text.
+"""
+
+from __future__ import annotations
+
+# touch(skey, mtime, page_prefix, age_prefix, hexid, prefix, seq_key, page_key, age_key):
+# record a write (event, audit) to a session that has a snapshot: new version,
+# new modified time and the index members that encode it. Generation unchanged.
+_TOUCH = """
+local function touch(skey, mtime, pprefix, aprefix, hexid, prefix, seq_key, page_key, age_key)
+  if redis.call('EXISTS', skey) == 0 then return end
+  local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')
+  local version = redis.call('INCR', seq_key)
+  local pm = pprefix .. hexid
+  local am = aprefix .. hexid
+  if old[1] then redis.call('ZREM', page_key, old[1]) end
+  if old[2] then redis.call('ZREM', age_key, old[2]) end
+  redis.call('ZADD', page_key, 0, pm)
+  redis.call('ZADD', age_key, 0, am)
+  if old[3] and old[3] ~= '' then
+    local okey = prefix .. 'index:' .. old[3]
+    if old[1] then redis.call('ZREM', okey, old[1]) end
+    redis.call('ZADD', okey, 0, pm)
+  end
+  redis.call('HSET', skey, 'mtime_ns', mtime, 'version', version, 'idx_page', pm, 'idx_age', am)
+end
+"""
+
+PUT = """
+-- KEYS: session, index:page, index:age, write-seq, inventory-gen
+-- ARGV: must_be_new, blob, mtime_ns, meta, cmp, owner_scope, page_prefix, age_prefix,
+--       hexid, prefix
+-- Returns the new version, or 0 when must_be_new and a snapshot exists (nothing changed).
+local skey = KEYS[1]
+if ARGV[1] == '1' and redis.call('EXISTS', skey) == 1 then return 0 end
+local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')
+if old[1] then redis.call('ZREM', KEYS[2], old[1]) end
+if old[2] then redis.call('ZREM', KEYS[3], old[2]) end
+if old[3] and old[3] ~= '' and old[1] then
+  redis.call('ZREM', ARGV[10] .. 'index:' .. old[3], old[1])
+end
+local version = redis.call('INCR', KEYS[4])
+local pm = ARGV[7] .. ARGV[9]
+local am = ARGV[8] .. ARGV[9]
+redis.call('HSET', skey, 'blob', ARGV[2], 'mtime_ns', ARGV[3], 'version', version,
+  'meta', ARGV[4], 'cmp', ARGV[5], 'owner_scope', ARGV[6], 'idx_page', pm, 'idx_age', am)
+redis.call('ZADD', KEYS[2], 0, pm)
+redis.call('ZADD', KEYS[3], 0, am)
+if ARGV[6] ~= '' then redis.call('ZADD', ARGV[10] .. 'index:' .. ARGV[6], 0, pm) end
+redis.call('INCR', KEYS[5])
+return version
+"""
+
+DELETE = """
+-- KEYS: session, events, events-gen, audit, index:page, index:age, inventory-gen, audit-ids
+-- ARGV: prefix, session_id, conditional ('1'/'0'), version, mtime_us, cmp
+-- Returns 1 when it deleted (or, unconditionally, always), 0 when the row did not match.
+local h = redis.call('HMGET', KEYS[1], 'idx_page', 'idx_age', 'owner_scope', 'version',
+  'mtime_ns', 'cmp')
+if ARGV[3] == '1' then
+  if not h[4] or h[4] ~= ARGV[4] or string.sub(h[5], 1, -4) ~= ARGV[5] or h[6] ~= ARGV[6] then
+    return 0
+  end
+end
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+redis.call('SREM', KEYS[8], ARGV[2])
+if h[1] then
+  redis.call('ZREM', KEYS[5], h[1])
+  if h[3] and h[3] ~= '' then redis.call('ZREM', ARGV[1] .. 'index:' .. h[3], h[1]) end
+end
+if h[2] then redis.call('ZREM', KEYS[6], h[2]) end
+if redis.call('DEL', KEYS[1]) == 1 then redis.call('INCR', KEYS[7]) end
+return 1
+"""
+
+APPEND = (
+    _TOUCH
+    + """
+-- KEYS: events, events-gen, session, index:page, index:age, write-seq
+-- ARGV: fresh_generation, kind ('e'/'g'), body, mtime_ns, page_prefix, age_prefix, hexid,
+--       prefix
+-- Returns {generation, position}. Entry ids are '<position>-0' (position = record count).
+local gen = redis.call('GET', KEYS[2])
+if not gen then
+  gen = ARGV[1]
+  redis.call('SET', KEYS[2], gen)
+end
+local pos = redis.call('XLEN', KEYS[1]) + 1
+redis.call('XADD', KEYS[1], pos .. '-0', 'k', ARGV[2], 'b', ARGV[3])
+touch(KEYS[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], KEYS[6], KEYS[4], KEYS[5])
+return {gen, pos}
+"""
+)
+
+AUDIT = (
+    _TOUCH
+    + """
+-- KEYS: audit, audit-ids, audit-seq, session, index:page, index:age, write-seq
+-- ARGV: record JSON, session_id, mtime_ns, page_prefix, age_prefix, hexid, prefix
+local seq = redis.call('INCR', KEYS[3])
+redis.call('RPUSH', KEYS[1], seq .. ' ' .. ARGV[1])
+redis.call('SADD', KEYS[2], ARGV[2])
+touch(KEYS[4], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], KEYS[7], KEYS[5], KEYS[6])
+return seq
+"""
+)
+
+RANGE = """
+-- KEYS: index (page, owner or age), inventory-gen
+-- ARGV: expected_generation ('' = any), after_member ('' = from the start),
+--       anchor_required ('1'/'0'), limit, prefix, time_hex_digits
+-- Returns {'restart', why} or {generation, total, more, member1, meta1, mtime1, version1, ...}
+local gen = redis.call('GET', KEYS[2]) or '0'
+if ARGV[1] ~= '' and ARGV[1] ~= gen then return {'restart', 'generation'} end
+local total = redis.call('ZCARD', KEYS[1])
+local limit = tonumber(ARGV[4])
+local found
+if ARGV[2] == '' then
+  found = redis.call('ZRANGEBYLEX', KEYS[1], '-', '+', 'LIMIT', 0, limit + 1)
+else
+  if ARGV[3] == '1' and not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+    return {'restart', 'anchor'}
+  end
+  found = redis.call('ZRANGEBYLEX', KEYS[1], '(' .. ARGV[2], '+', 'LIMIT', 0, limit + 1)
+end
+local out = {gen, total, 0}
+if #found > limit then out[3] = 1 end
+local skip = tonumber(ARGV[6]) + 2
+for i = 1, math.min(#found, limit) do
+  local hexid = string.sub(found[i], skip)
+  local id = (hexid:gsub('..', function(cc) return string.char(tonumber(cc, 16)) end))
+  local f = redis.call('HMGET', ARGV[5] .. 'session:' .. id, 'meta', 'mtime_ns', 'version')
+  out[#out + 1] = found[i]
+  out[#out + 1] = f[1] or ''
+  out[#out + 1] = f[2] or ''
+  out[#out + 1] = f[3] or ''
+end
+return out
+"""
+
+LEASE_ACQUIRE = """
+-- KEYS: lease, leases;  ARGV: owner, now20, expires20, session_id
+-- Returns {1, token} or {0, holder, holder_expires20}.
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires')
+local holder, token, expires = cur[1], tonumber(cur[2]) or 0, cur[3]
+local live = holder and holder ~= '' and expires and expires > ARGV[2]
+if live and holder ~= ARGV[1] then return {0, holder, expires} end
+if not live then token = token + 1 end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', token, 'expires', ARGV[3])
+redis.call('SADD', KEYS[2], ARGV[4])
+return {1, token}
+"""
+
+LEASE_RENEW = """
+-- KEYS: lease;  ARGV: owner, token, now20, expires20.  Returns 1 if renewed, else 0.
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires')
+if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or not cur[3] or cur[3] <= ARGV[3] then return 0 end
+redis.call('HSET', KEYS[1], 'expires', ARGV[4])
+return 1
+"""
+
+LEASE_RELEASE = """
+-- KEYS: lease;  ARGV: owner, token, zero20.  The token survives, so takeovers keep growing it.
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if cur[1] == ARGV[1] and cur[2] == ARGV[2] then
+  redis.call('HSET', KEYS[1], 'owner', '', 'expires', ARGV[3])
+end
+return 1
+"""

@@ -1,0 +1,64 @@
+"""``RedisStore``: the scale-out backend (many hosts, one Redis server)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Self
+
+from sqlstore.redis.audit import RedisAudit, RedisLeases
+from sqlstore.redis.connection import Connection
+from sqlstore.redis.events import RedisEvents
+from sqlstore.redis.keys import DEFAULT_PREFIX
+from sqlstore.redis.sessions import RedisSessions
+
+
+class RedisStore:
+    """Sessions, event logs, audit trail and leases in one Redis database (see docs/redis.md).
+
+    Args:
+        url_or_client: a ``redis://host:port/db`` (or ``rediss://``, ``unix://``)
+            URL, or a ``redis.Redis`` client the caller owns (it is not closed by
+            ``close()``; it must not set ``decode_responses``). A URL may carry
+            ``?prefix=...``.
+        prefix: the prefix of every key; stores with different prefixes share a
+            database without seeing each other. Default ``sqlstore:``.
+
+    Every write is one Lua script, so it is atomic for every client of the
+    server; a returned write means Redis acknowledged it — whether it survives a
+    crash of Redis depends on the server's AOF/``appendfsync`` settings. Redis
+    Cluster is not supported.
+
+    Raises:
+        StoreUnavailable: the server cannot be reached (a URL is checked at once).
+    """
+
+    def __init__(self, url_or_client: Any, *, prefix: str | None = None) -> None:
+        if isinstance(url_or_client, str):
+            self.conn = Connection.from_url(url_or_client, prefix=prefix)
+        else:
+            self.conn = Connection.from_client(
+                url_or_client, prefix=DEFAULT_PREFIX if prefix is None else prefix
+            )
+        self.prefix = self.conn.prefix
+        self.events = RedisEvents(self.conn)
+        self.sessions = RedisSessions(self.conn, self.events)
+        self.audit = RedisAudit(self.conn)
+        self.leases = RedisLeases(self.conn)
+
+    def close(self) -> None:
+        """Close the connection pool (when the store created it); idempotent."""
+        self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.conn.where!r}, prefix={self.prefix!r})"
