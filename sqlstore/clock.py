@@ -45,7 +45,11 @@ def format_rfc3339(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError("naive datetime: sqlstore needs timezone-aware UTC times")
     utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond:06d}Z"
+    # Not strftime("%Y"): glibc does not zero-pad years below 1000.
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
+        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond:06d}Z"
+    )
 
 
 def parse_rfc3339(text: str) -> datetime:
@@ -67,5 +71,8 @@ def parse_rfc3339(text: str) -> datetime:
     if zone not in ("Z", "z"):
         sign = 1 if zone[0] == "+" else -1
         offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
-        parsed -= sign * offset
+        try:
+            parsed -= sign * offset
+        except OverflowError:
+            raise ValueError(f"timestamp out of range in UTC: {text!r}") from None
     return parsed

@@ -9,6 +9,7 @@ does not know are kept in ``Session.extra`` and written back unchanged.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from sqlstore import clock
@@ -70,7 +71,7 @@ def to_json(session: Session) -> dict[str, JSON]:
             "run_id": session.run_id,
             "labels": dict(session.labels),
         }
-    except (ValueError, TypeError, AttributeError) as exc:
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
         raise SnapshotError(f"cannot encode session {session.id!r}: {exc}") from None
     out.update(session.extra)
     return out
@@ -99,10 +100,27 @@ def decode(data: bytes | bytearray | memoryview | str) -> Session:
         SnapshotError: with the reason, for anything that is not a valid snapshot.
     """
     try:
-        doc = json.loads(bytes(data) if not isinstance(data, str) else data)
+        doc = json.loads(
+            bytes(data) if not isinstance(data, str) else data,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+        )
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise SnapshotError(f"snapshot is not JSON: {exc}") from None
     return from_json(doc)
+
+
+def _reject_constant(name: str) -> float:
+    # NaN and Infinity are not JSON; accepting them would decode snapshots that
+    # `encode` (allow_nan=False) then refuses to write back.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:40]!r} is out of range")
+    return value
 
 
 def from_json(doc: object) -> Session:
