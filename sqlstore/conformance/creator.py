@@ -22,7 +22,7 @@ from sqlstore.conformance.fixtures import (
     representative_session,
 )
 from sqlstore.conformance.process import race_owner, workers
-from sqlstore.errors import SessionAlreadyExists, SnapshotError
+from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SnapshotError
 from sqlstore.ports import Store
 from sqlstore.session import Session
 
@@ -115,6 +115,18 @@ class CreatorSuite(SuiteBase):
             assert [r.cursor for r in after_first] == cursors[1:]
             assert [e.text for e in handle.events.read("conf-gen-1")] == ["e-0", "e-1", "e-2"]
             assert [r.call_id for r in handle.audit.list("conf-gen-1")] == ["c1"]
+
+    def test_creator_page_cursor_is_shared_across_handles(self, pair: tuple[Store, Store]) -> None:
+        """A page cursor from one handle continues on the other; a save on either restarts it."""
+        first, second = pair
+        for index in range(3):
+            first.sessions.create(Session.new(f"conf-share-{index}"))
+        cursor = first.sessions.page(1).next_cursor
+        assert cursor
+        assert second.sessions.page(1, cursor) == first.sessions.page(1, cursor)
+        second.sessions.save(Session.new("conf-share-late"))
+        with pytest.raises(MetadataCursorRestart):
+            first.sessions.page(1, cursor)
 
     def test_creator_concurrent_threads_have_one_winner(self, pair: tuple[Store, Store]) -> None:
         """Two threads creating the same id on the two handles: one wins, one gets AlreadyExists."""

@@ -321,6 +321,26 @@ class CursorSuite(SuiteBase):
         assert texts(records) == ["child-0", "child-1", "child-2"]
         assert [r.cursor for r in records] == cursors
 
+    def test_cursor_second_process_reset_expires_parent_follower(
+        self, pair: tuple[Store, Store], process_target: ProcessTarget
+    ) -> None:
+        """A child deleting and recreating the log expires a follower parked in the parent."""
+        first, _ = pair
+        start = first.events.append_event("conf-cur", Event(type="note", text="old"))
+        with workers(process_target, 1) as (child,):
+            follower = Follower(first.events, "conf-cur", start)
+            try:
+                first.events.append_event("conf-cur", Event(type="note", text="old-2"))
+                assert texts(follower.take(1)) == ["old-2"]
+                time.sleep(0.05)  # let the follower park at the tail (either way it must expire)
+                child.call("delete", "conf-cur")
+                child.call("append", "conf-cur", [Event(type="note", text="new log").to_json()])
+                error = follower.wait_end()
+            finally:
+                follower.stop.set()
+        assert isinstance(error, CursorExpired), f"follower ended with {error!r}"
+        assert "new log" not in texts(follower.pending())
+
     def test_cursor_second_process_follows_parent_appends(
         self, pair: tuple[Store, Store], process_target: ProcessTarget
     ) -> None:

@@ -93,6 +93,9 @@ def serve(target: ProcessTarget, conn: Connection, barrier: Barrier | None) -> N
                     reply = [
                         store.events.append_event(session_id, Event.from_json(e)) for e in events
                     ]
+                elif op == "delete":
+                    store.sessions.delete(args[0])
+                    reply = None
                 elif op == "follow":
                     reply = _follow(conn, store, *args)
                 else:
