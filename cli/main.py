@@ -41,7 +41,7 @@ from cli.context import (
     stdin_is_terminal,
 )
 from sqlstore import clock, snapshot
-from sqlstore.errors import StoreError
+from sqlstore.errors import MetadataCursorRestart, StoreError
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
 
@@ -50,6 +50,9 @@ LS_PAGE_SIZE = 200
 
 LS_DEFAULT_LIMIT = 100
 """Rows ``sqlstore ls`` prints unless ``--limit`` says otherwise."""
+
+LS_MAX_RESTARTS = 5
+"""Times ``sqlstore ls`` restarts paging when concurrent writes invalidate its cursor."""
 
 
 class SqlstoreGroup(click.Group):
@@ -142,13 +145,32 @@ def iter_sessions(
     owner: Principal | None,
     enforce_owner: bool,
 ) -> Iterator[tuple[SessionMeta, int]]:
-    """Yield (row, total) newest first through the store's keyset pager ``sessions.page``."""
+    """Yield (row, total) newest first through the store's keyset pager ``sessions.page``.
+
+    A save or delete by another process while paging invalidates the page cursor
+    (``MetadataCursorRestart``); the listing then restarts from the newest row and
+    skips ids it already yielded, up to ``LS_MAX_RESTARTS`` times.
+    """
     cursor: str | None = None
+    seen: set[str] = set()
+    restarts = 0
     while True:
-        page = store.sessions.page(LS_PAGE_SIZE, cursor, owner=owner, enforce_owner=enforce_owner)
+        try:
+            page = store.sessions.page(
+                LS_PAGE_SIZE, cursor, owner=owner, enforce_owner=enforce_owner
+            )
+        except MetadataCursorRestart:
+            restarts += 1
+            if restarts > LS_MAX_RESTARTS:
+                raise
+            cli.note("the inventory changed while listing; restarting from the newest row")
+            cursor = None
+            continue
         cli.note(f"page: {len(page.sessions)} rows of {page.total}")
         for meta in page.sessions:
-            yield meta, page.total
+            if meta.id not in seen:
+                seen.add(meta.id)
+                yield meta, page.total
         if page.next_cursor is None:
             return
         cursor = page.next_cursor

@@ -518,3 +518,27 @@ def test_every_command_has_help_with_example(path: tuple[str, ...]) -> None:
     assert result.exit_code == 0, result.output
     assert "Example" in result.stdout
     assert "sqlstore " in result.stdout.split("Example", 1)[1]
+
+
+def test_ls_restarts_when_inventory_changes_while_paging(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save by another store between pages restarts the listing without duplicates."""
+    from sqlstore.sqlite.sessions import SQLiteSessions
+
+    monkeypatch.setattr(cli_main, "LS_PAGE_SIZE", 1)
+    original = SQLiteSessions.page
+    calls: list[int] = []
+
+    def page_then_write(self: SQLiteSessions, *args: object, **kwargs: object) -> object:
+        result = original(self, *args, **kwargs)  # type: ignore[arg-type]
+        calls.append(1)
+        if len(calls) == 1:
+            with SQLiteStore(db) as other:  # a concurrent writer bumps the inventory
+                other.sessions.save(Session.new("late"))
+        return result
+
+    monkeypatch.setattr(SQLiteSessions, "page", page_then_write)
+    ids = ls_ids(run("--db", str(db), "--json", "ls"))
+    assert sorted(ids) == ["late", "s1", "s2"]
+    assert ids[0] == "s2"  # printed before the restart
