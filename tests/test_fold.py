@@ -49,7 +49,7 @@ def result(call_id: str, content: str = "ok", is_error: bool = False) -> Event:
 
 def done(stop: str = "end_turn", **data: object) -> Event:
     """Build a result event."""
-    return ev("result", stop=stop, **data)
+    return Event(type="result", data={"stop": stop, **data})
 
 
 def test_empty_log_gives_an_idle_session_with_the_seed_fields() -> None:

@@ -181,7 +181,7 @@ def test_record_reset_discards_messages_and_archives_them(store: MemoryStore | S
     assert store.sessions.load("run").messages == [Message(role="user", text="Summary so far: …")]
     log = list(store.events.read("run"))
     assert [e.type for e in log] == ["turn.start", "compaction.archive"]
-    assert [Message.from_json(m) for m in log[1].data["replaced"]] == before  # type: ignore[union-attr]
+    assert [Message.from_json(m) for m in log[1].data["replaced"]] == before
 
 
 def test_fold_of_a_reset_log_recovers_the_archived_history(

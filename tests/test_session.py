@@ -153,11 +153,9 @@ def test_new_session_validates_id_kind_and_mode() -> None:
         Session.new("s", kind=Kind.SCHEDULED)
     with pytest.raises(InvalidSessionMetadata, match="mode"):
         Session.new("s", mode="yolo")
-    assert Session.new(
-        "s", kind="scheduled", relationship=Relationship(schedule_name="n")
-    ).kind is (  # type: ignore[arg-type]
-        Kind.SCHEDULED
-    )
+    rel = Relationship(schedule_name="n")
+    as_text = Session.new("s", kind="scheduled", relationship=rel)  # type: ignore[arg-type]
+    assert as_text.kind is Kind.SCHEDULED
 
 
 def test_begin_turn_runs_and_counts() -> None:
