@@ -108,7 +108,7 @@ def cli(ctx: click.Context, db: Path, json_output: bool, verbose: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-@cli.command()
+@cli.command(short_help="Create (or check) the database file.")
 @json_option
 @pass_cli
 def init(cli: CliContext) -> None:
@@ -176,7 +176,7 @@ def iter_sessions(
         cursor = page.next_cursor
 
 
-@cli.command("ls")
+@cli.command("ls", short_help="List sessions, newest first.")
 @click.option("--state", "states", multiple=True, type=click.Choice([s.value for s in State]))
 @click.option("--kind", "kinds", multiple=True, type=click.Choice([k.value for k in Kind]))
 @click.option("--owner", metavar="SUBJECT", help="Only sessions of this owner subject.")
@@ -247,7 +247,7 @@ def ls_cmd(
     cli.emit([m.to_json() for m in rows], human)
 
 
-@cli.command()
+@cli.command(short_help="Show a session's summary and conversation.")
 @click.argument("session_id", metavar="ID")
 @json_option
 @pass_cli
@@ -289,7 +289,7 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-@cli.command()
+@cli.command(short_help="Print a session's event log as JSON Lines.")
 @click.argument("session_id", metavar="ID")
 @click.option("--after", default="", metavar="CURSOR", help="Start after this cursor.")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new records (Ctrl-C stops).")
@@ -341,7 +341,7 @@ def events(
     cli.note(f"{printed} records")
 
 
-@cli.command()
+@cli.command(short_help="Show a session's tool-call audit trail.")
 @click.argument("session_id", metavar="ID")
 @click.option("--tool", "tools", multiple=True, metavar="TOOL", help="Only this tool.")
 @click.option("--errors", "errors_only", is_flag=True, help="Only calls that failed.")
@@ -370,7 +370,7 @@ def audit(cli: CliContext, session_id: str, tools: tuple[str, ...], errors_only:
     cli.emit([r.to_json() for r in chosen], human)
 
 
-@cli.command()
+@cli.command(short_help="Delete sessions with their events and audit rows.")
 @click.argument("session_ids", metavar="ID...", nargs=-1, required=True)
 @click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
 @json_option
@@ -409,9 +409,9 @@ def main() -> None:
 
 # -- commands from other modules ---------------------------------------------------------
 from cli.maintenance_cmd import backup, check, stats, vacuum  # noqa: E402
+from cli.retention_cmd import prune, retention_group  # noqa: E402
 
-for _command in (check, stats, vacuum, backup):
+for _command in (check, stats, vacuum, backup, prune, retention_group):
     cli.add_command(_command)
 
-# REGISTRATION SPOT: prune + retention (cli/retention_cmd.py), migrate + export
-# (cli/migrate_cmd.py). Registered when their modules exist.
+# REGISTRATION SPOT: migrate + export (cli/migrate_cmd.py) — add them here once it exists.

@@ -33,7 +33,7 @@ def check_lines(report: maintenance.CheckReport) -> Iterator[str]:
         yield f"problem: {problem}"
 
 
-@click.command()
+@click.command(short_help="Check integrity, schema and WAL; exit 1 on problems.")
 @json_option
 @pass_cli
 def check(cli: CliContext) -> None:
@@ -52,7 +52,7 @@ def check(cli: CliContext) -> None:
         raise click.exceptions.Exit(1)
 
 
-@click.command()
+@click.command(short_help="Show counts by kind and state, and file sizes.")
 @json_option
 @pass_cli
 def stats(cli: CliContext) -> None:
@@ -85,7 +85,7 @@ def stats(cli: CliContext) -> None:
     cli.emit(report.to_json(), human)
 
 
-@click.command()
+@click.command(short_help="Shrink the file (VACUUM, or --incremental).")
 @click.option(
     "--incremental",
     is_flag=True,
@@ -116,7 +116,7 @@ def vacuum(cli: CliContext, incremental: bool) -> None:
     )
 
 
-@click.command()
+@click.command(short_help="Copy the live database to DEST and check the copy.")
 @click.argument("dest", type=click.Path(path_type=Path))
 @json_option
 @pass_cli
