@@ -282,9 +282,16 @@ def plan(
     then streams ``store.sessions.iter_meta()``; ``now`` defaults to the clock
     read at call time. Nothing is written.
 
+    Rows written after planning started are left out: they are fresh by
+    definition, and a session written while the stream runs would otherwise
+    be seen twice (its key moves to the end of the stream). Leaving them out
+    only ever keeps more sessions, never deletes one more.
+
     Raises:
         StoreError: the store could not be read.
     """
-    at = clock.now() if now is None else now
+    started = clock.now()
+    at = started if now is None else now
     leased = store.leases.held()
-    return plan_rows(store.sessions.iter_meta(), policy, at, protected, leased=leased)
+    rows = (m for m in store.sessions.iter_meta() if m.modified_at <= started)
+    return plan_rows(rows, policy, at, protected, leased=leased)

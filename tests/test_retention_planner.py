@@ -285,3 +285,15 @@ def test_plan_to_json_lists_entries() -> None:
         }
     ]
     assert data["counts"]["total"] == 1
+
+
+def test_rows_newer_than_the_planning_start_are_left_out(store: Store) -> None:
+    """Rows last written after plan() started are neither planned nor counted."""
+    put(store, "old", T0 - 10 * DAY)
+    put(store, "later", T0 - DAY)
+    with freeze_time(T0 - 5 * DAY):
+        result = plan(store, Policy(child=Rule(max_count=1)), now=T0 + 30 * DAY)
+    assert result.scanned == 1
+    assert result.entries == []
+    with freeze_time(T0):
+        assert ids(plan(store, Policy(child=Rule(max_count=1)))) == ["old"]
