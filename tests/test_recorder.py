@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from freezegun import freeze_time
@@ -338,3 +339,39 @@ def test_recorded_run_folds_to_the_same_final_state(store: MemoryStore | SQLiteS
         saved.last_error,
         saved.usage,
     )
+
+
+class _RacingSessions:
+    """Delegates to a real store's sessions; the first create loses to a competitor's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.raced = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def create(self, session: Session) -> None:
+        if not self.raced:
+            self.raced = True
+            self._inner.create(Session.new(session.id, title="winner"))
+        self._inner.create(session)
+
+
+class _RacingStore:
+    """A real store whose session creation is beaten once by another writer."""
+
+    def __init__(self, inner: MemoryStore | SQLiteStore) -> None:
+        self.sessions = _RacingSessions(inner.sessions)
+        self.events = inner.events
+        self.audit = inner.audit
+
+
+def test_lost_creation_race_appends_to_the_winner(store: MemoryStore | SQLiteStore) -> None:
+    """When another writer creates the session first, the message lands on the winner's snapshot."""
+    racing = _RacingStore(store)
+    Recorder(racing, "run").record_message(Message(role="user", text="mine"))  # type: ignore[arg-type]
+    s = store.sessions.load("run")
+    assert racing.sessions.raced
+    assert s.title == "winner"
+    assert s.messages == [Message(role="user", text="mine")]
