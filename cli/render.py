@@ -77,7 +77,7 @@ def session_rows(rows: Sequence[SessionMeta]) -> Iterator[str]:
     """Yield the ``sqlstore ls`` table for inventory rows."""
     body = [
         [
-            one_line(m.id, 40),
+            one_line(m.id, 0),  # never cut: the id is what `show` needs
             str(m.state),
             str(m.kind),
             short_time(m.modified_at),

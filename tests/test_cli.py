@@ -542,3 +542,51 @@ def test_ls_restarts_when_inventory_changes_while_paging(
     ids = ls_ids(run("--db", str(db), "--json", "ls"))
     assert sorted(ids) == ["late", "s1", "s2"]
     assert ids[0] == "s2"  # printed before the restart
+
+
+def test_show_renders_ask_owner_relationship_and_error(db: Path) -> None:
+    """`show` prints the pending ask, owner, relationship, labels and last error when set."""
+    from sqlstore import Ask
+
+    with SQLiteStore(db) as store:
+        waiting = Session.new(
+            "w1",
+            kind=Kind.SUBAGENT,
+            relationship=Relationship(parent_session_id="s1", call_id="c9"),
+            owner=Principal(issuer="idp", subject="alice"),
+            labels={"task": "t-7"},
+        )
+        waiting.begin_turn()
+        waiting.pause_for_approval(Ask(ask_id="a1", tool="bash", args="{}", reason="rm -rf"))
+        store.sessions.save(waiting)
+        failed = Session.new("f1")
+        failed.begin_turn()
+        failed.fail("quota exceeded")
+        store.sessions.save(failed)
+    out = run("--db", str(db), "show", "w1").stdout
+    assert "awaiting" in out
+    assert "pending ask" in out and "bash" in out and "rm -rf" in out
+    assert "alice@idp" in out
+    assert "parent_session_id=s1" in out and "call_id=c9" in out
+    assert "task=t-7" in out
+    assert "quota exceeded" in run("--db", str(db), "show", "f1").stdout
+
+
+def test_ls_never_cuts_long_ids(db: Path) -> None:
+    """The ls table prints ids in full, however long, so they can be passed to `show`."""
+    long_id = "session-" + "x" * 150
+    with SQLiteStore(db) as store:
+        store.sessions.save(Session.new(long_id))
+    assert long_id in run("--db", str(db), "ls").stdout
+
+
+def test_render_helpers() -> None:
+    """Byte sizes, one-line folding and tables render as documented."""
+    from cli import render
+
+    assert render.human_bytes(512) == "512 B"
+    assert render.human_bytes(1536) == "1.5 KiB"
+    assert render.human_bytes(3 * 1024**3) == "3.0 GiB"
+    assert render.one_line("a\n  b\tc", 0) == "a b c"
+    assert render.one_line("abcdef", 4) == "abc…"
+    assert list(render.table(["A", "BB"], [["xyz", "1"]])) == ["A    BB", "xyz  1"]
