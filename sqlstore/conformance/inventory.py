@@ -87,6 +87,17 @@ class PrunableSuite(SuiteBase):
         second = sorted((s.id, s.modified_at) for s in store.sessions.list())
         assert first == second
 
+    def test_prunable_iter_meta_oldest_first(self, store: Store) -> None:
+        """iter_meta streams every row oldest first, equal times by id, matching meta()."""
+        with freeze_time(FROZEN_AT) as frozen:
+            for session_id in ("conf-it-b", "conf-it-a"):
+                store.sessions.save(Session.new(session_id))
+            frozen.tick(timedelta(seconds=1))
+            store.sessions.save(Session.new("conf-it-0"))
+        rows = list(store.sessions.iter_meta())
+        assert [r.id for r in rows] == ["conf-it-a", "conf-it-b", "conf-it-0"]
+        assert rows == [store.sessions.meta(r.id) for r in rows]
+
     def test_prunable_delete_removes_from_list_and_load(self, store: Store) -> None:
         """Delete removes snapshot, events and audit from load and list, and keeps the sibling."""
         store.sessions.save(Session.new("conf-del"))
@@ -175,6 +186,12 @@ class PagerSuite(SuiteBase):
         alias = Principal(issuer=ALICE.issuer, subject=ALICE.subject, name="someone else")
         page = store.sessions.page(10, owner=alias, enforce_owner=True)
         assert [m.id for m in page.sessions] == ["a", "b"]
+
+    def test_pager_meta_miss_is_session_not_found(self, store: Store) -> None:
+        """meta() of an unknown id raises SessionNotFound naming the id."""
+        seed_pager(store)
+        with pytest.raises(SessionNotFound, match="conf-no-such-row"):
+            store.sessions.meta("conf-no-such-row")
 
     def test_pager_foreign_scope_cursor_restarts(self, store: Store) -> None:
         """Bob using alice's cursor gets MetadataCursorRestart."""
