@@ -43,7 +43,8 @@ specification is silent, these rules hold (they are the fold's contract):
   calls of the last assistant message are closed and the counters are cleared;
   ``stop == "cancelled"`` → ``cancelled``; ``stop == "error"`` with progress not
   complete → ``failed`` with ``last_error`` = ``data.error`` (else the event
-  ``text``) folded to one line; anything else → ``completed`` with
+  ``text``, else ``FAILED_WITHOUT_ERROR_TEXT``) folded to one line; anything
+  else → ``completed`` with
   ``stop_reason`` = ``data.stop`` (``"end_turn"`` when empty; a ``stop ==
   "error"`` whose progress is ``"complete"`` is therefore ``completed`` with
   reason ``"error"``). ``run_id`` is the last non-empty ``run_id`` seen.
