@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import signal
 import threading
 import traceback
@@ -104,8 +103,6 @@ def cli(ctx: click.Context, db: Path, json_output: bool, verbose: int) -> None:
     obj.db = db
     obj.json = obj.json or json_output
     obj.verbose = verbose
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 @cli.command(short_help="Create (or check) the database file.")
@@ -333,7 +330,9 @@ def events(
                 if types and limit and printed >= limit:
                     break
         except KeyboardInterrupt:
-            stop.set()  # a Ctrl-C that arrived outside our handler still ends cleanly
+            if not follow:
+                raise
+            stop.set()  # a Ctrl-C that slipped past the handler still ends a follow cleanly
         finally:
             close = getattr(records, "close", None)
             if close is not None:
