@@ -120,6 +120,18 @@ def ensure_schema(conn: apsw.Connection, path: str) -> None:
         ForeignDatabase: a SQLite database of another application.
         SchemaTooNew: written by a newer sqlstore.
     """
+    try:
+        _check_schema(conn, path)
+    except BaseException:
+        # Leave a refused file exactly as found: closing the last connection would
+        # otherwise checkpoint its WAL into it and delete the WAL, rewriting another
+        # application's (or a newer sqlstore's) file. SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE:
+        # https://sqlite.org/c3ref/c_dbconfig_defensive.html
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+        raise
+
+
+def _check_schema(conn: apsw.Connection, path: str) -> None:
     _check_header(path)
     with translated(path):
         app_id = _scalar(conn, "PRAGMA application_id")

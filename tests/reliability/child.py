@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import apsw
@@ -120,10 +121,11 @@ def diskfull(db: str, extra_bytes: str) -> None:
             break
     else:
         result["errors"].append(["NEVER_FULL", "", ""])
-    for what, call in (
+    big_writes: list[tuple[str, Callable[[], object]]] = [
         ("save", lambda: store.sessions.save(Session.new("full", title="z" * 400_000))),
         ("record", lambda: store.audit.record(ToolCallRecord("full", "c", args="a" * 400_000))),
-    ):
+    ]
+    for what, call in big_writes:
         try:
             call()
             result["errors"].append([what, "succeeded", ""])
@@ -235,7 +237,7 @@ def probe(db: str) -> None:
     emit(json.dumps(result))
 
 
-ROLES = {
+ROLES: dict[str, Callable[..., None]] = {
     "writer": writer,
     "locker": locker,
     "diskfull": diskfull,

@@ -49,11 +49,15 @@ def run_child(*args: str, timeout: float = 120.0, **kwargs: object) -> str:
 
 
 def file_digests(path: str | os.PathLike[str]) -> dict[str, str | None]:
-    """Return the SHA-256 of the database file and of its -wal and -journal (None if absent)."""
+    """Return the SHA-256 of the database file and of its -wal and -journal.
+
+    An absent and an empty side file are the same (None): both mean "no content",
+    and SQLite may leave an empty ``-wal`` behind after a refused open.
+    """
     out: dict[str, str | None] = {}
     for suffix in ("", "-wal", "-journal"):
         name = os.fspath(path) + suffix
-        if os.path.exists(name):
+        if os.path.exists(name) and (suffix == "" or os.path.getsize(name) > 0):
             out[suffix] = hashlib.sha256(Path(name).read_bytes()).hexdigest()
         else:
             out[suffix] = None
