@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,18 +16,12 @@ from freezegun import freeze_time
 from test_retention_support import T0, put_now
 
 from cli.main import cli
-from cli.retention_cmd import prune, retention_group
 from retention import DAEMON_LEASE_NAME
 from sqlstore import Kind, SQLiteStore, State
 
 REPO = Path(__file__).resolve().parent.parent
 DAY = timedelta(days=1)
 SUBPROCESS_WAIT_S = 60
-
-# cli/main.py registers these commands; until it does, register them here (idempotent).
-for _command in (prune, retention_group):
-    if _command.name not in cli.commands:
-        cli.add_command(_command)
 
 POLICY_TOML = """
 [retention]
@@ -326,27 +319,19 @@ def test_every_command_has_help_with_example(path: list[str]) -> None:
     assert "sqlstore " in result.output.split("Example:", 1)[1]
 
 
-DAEMON_SCRIPT = """
-import sys
-from cli.main import cli
-from cli.retention_cmd import prune, retention_group
-for command in (prune, retention_group):
-    if command.name not in cli.commands:
-        cli.add_command(command)
-cli(sys.argv[1:], prog_name="sqlstore")
-"""
+CONSOLE_SCRIPT = Path(sys.executable).with_name("sqlstore")
+"""The installed console script (``pip install -e .`` puts it beside the interpreter)."""
 
 
 def test_daemon_process_stops_cleanly_on_sigterm(db: Path, config: Path) -> None:
-    """A real daemon process logs its first sweep, then exits 0 promptly on SIGTERM."""
+    """The installed `sqlstore retention daemon` logs its first sweep, then exits 0 on SIGTERM."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", DAEMON_SCRIPT, "--db", str(db), "retention", "daemon",
+        [str(CONSOLE_SCRIPT), "--db", str(db), "retention", "daemon",
          "--config", str(config), "--every", "1h"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
     try:
         assert proc.stderr is not None

@@ -21,7 +21,7 @@ from retention import (
     sweep_round,
 )
 from sqlstore import SQLiteStore
-from sqlstore.errors import StoreMissing
+from sqlstore.errors import LeaseHeld, StoreMissing
 from sqlstore.ports import Store
 
 DAY = timedelta(days=1)
@@ -179,3 +179,29 @@ def test_jitter_must_be_a_fraction(store: Store) -> None:
     """A jitter outside [0, 1) is refused."""
     with pytest.raises(ValueError, match="jitter"):
         run_daemon(store, CHILD_AGE, timedelta(hours=1), stop=threading.Event(), jitter=1.5)
+
+
+def test_lease_is_renewed_during_a_long_sweep(store: Store) -> None:
+    """A sweep that outlasts the lease TTL keeps renewing it, so no other sweeper can take over."""
+    stale(store, 6)
+    taken_over: list[str] = []
+    with freeze_time(T0) as frozen:
+
+        class TickingStop(threading.Event):
+            """Advances the frozen clock by 2 minutes per entry and probes the lease."""
+
+            def is_set(self) -> bool:
+                frozen.tick(timedelta(minutes=2))
+                try:
+                    store.leases.acquire(DAEMON_LEASE_NAME, "intruder", timedelta(minutes=5))
+                    taken_over.append("intruder")
+                except LeaseHeld:
+                    pass
+                return super().is_set()
+
+        result = sweep_round(
+            store, CHILD_AGE, owner="me", stop=TickingStop(), lease_ttl=timedelta(minutes=5)
+        )
+    assert result.report is not None
+    assert result.report.deleted == 6
+    assert taken_over == []
