@@ -590,3 +590,13 @@ def test_render_helpers() -> None:
     assert render.one_line("a\n  b\tc", 0) == "a b c"
     assert render.one_line("abcdef", 4) == "abc…"
     assert list(render.table(["A", "BB"], [["xyz", "1"]])) == ["A    BB", "xyz  1"]
+
+
+MY_COMMANDS = ("init", "ls", "show", "events", "audit", "rm", "check", "stats", "vacuum", "backup")
+
+
+@pytest.mark.parametrize("name", MY_COMMANDS)
+def test_session_and_maintenance_commands_accept_json(name: str) -> None:
+    """Each session and maintenance command takes --json itself, not only the global flag."""
+    command = cli.commands[name]
+    assert any("--json" in p.opts for p in command.params if isinstance(p, click.Option))
