@@ -30,6 +30,9 @@ from sqlstore.redis.keys import DEFAULT_PREFIX, Keys
 CONNECT_TIMEOUT_S = 5.0
 """How long opening a TCP connection to Redis may take before ``StoreUnavailable``."""
 
+MIN_SERVER_VERSION = (7, 0)
+"""Oldest Redis the scripts run on (they use ``#!lua`` flags)."""
+
 SOCKET_TIMEOUT_S = 60.0
 """How long one reply may take (follow slices block far shorter than this)."""
 
@@ -46,6 +49,17 @@ def split_url(url: str) -> tuple[str, str | None]:
         else:
             kept.append((name, value))
     return urlunsplit(parts._replace(query=urlencode(kept))), prefix
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """Return the leading numeric parts of a version string (``"7.0.15"`` → ``(7, 0, 15)``)."""
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
 
 
 def redacted(url: str) -> str:
@@ -76,6 +90,7 @@ class Connection:
         self.append = client.register_script(scripts.APPEND)
         self.audit = client.register_script(scripts.AUDIT)
         self.range = client.register_script(scripts.RANGE)
+        self.log_read = client.register_script(scripts.LOG_READ)
         self.lease_acquire = client.register_script(scripts.LEASE_ACQUIRE)
         self.lease_renew = client.register_script(scripts.LEASE_RENEW)
         self.lease_release = client.register_script(scripts.LEASE_RELEASE)
@@ -97,7 +112,11 @@ class Connection:
             plain, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=SOCKET_TIMEOUT_S
         )
         conn = cls(client, prefix=chosen, owns_client=True, where=redacted(plain))
-        conn.ping()
+        try:
+            conn.check_server()
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     @classmethod
@@ -107,12 +126,24 @@ class Connection:
             raise TypeError(f"expected a redis.Redis client or a URL, got {type(client).__name__}")
         kwargs = client.connection_pool.connection_kwargs
         where = f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}"
-        return cls(client, prefix=prefix, owns_client=False, where=where)
+        conn = cls(client, prefix=prefix, owns_client=False, where=where)
+        conn.check_server()
+        return conn
 
-    def ping(self) -> None:
-        """Check that the server answers (``StoreUnavailable`` otherwise)."""
+    def check_server(self) -> None:
+        """Check that the server answers and is recent enough.
+
+        Raises:
+            StoreUnavailable: it cannot be reached, or is older than Redis 7.0.
+        """
         with self.guard():
-            self.client.ping()
+            info = self.client.info("server")
+        version = str(info.get("redis_version", "0"))
+        if parse_version(version) < MIN_SERVER_VERSION:
+            raise StoreUnavailable(
+                f"Redis at {self.where} is version {version}; sqlstore needs 7.0 or later",
+                hint="Upgrade the Redis server (Debian 12 ships 7.0).",
+            )
 
     @property
     def closed(self) -> bool:
@@ -154,7 +185,7 @@ class Connection:
             ) from exc
         except redis.exceptions.ResponseError as exc:
             text = str(exc)
-            if text.startswith("OOM"):
+            if isinstance(exc, redis.exceptions.OutOfMemoryError) or text.startswith("OOM"):
                 raise StoreFull(
                     f"Redis at {self.where} is out of memory: {text}",
                     hint="Raise maxmemory (and use a noeviction policy), or prune stale sessions "

@@ -44,24 +44,23 @@ class _StreamSource:
     def head(self, session_id: str) -> tuple[str | None, int]:
         k = self._c.keys
         with self._c.guard():
-            pipe = self._c.client.pipeline(transaction=True)
-            pipe.get(k.generation(session_id))
-            pipe.xlen(k.events(session_id))
-            generation, length = pipe.execute()
-        return (None, 0) if generation is None else (generation.decode(), int(length))
+            generation, length = self._c.log_read(
+                keys=[k.generation(session_id), k.events(session_id)], args=["", "0"]
+            )
+        return (None, 0) if not generation else (generation.decode(), int(length))
 
     def fetch(self, session_id: str, after: int, limit: int) -> tuple[str | None, list[RawRecord]]:
         k = self._c.keys
         with self._c.guard():
-            pipe = self._c.client.pipeline(transaction=True)
-            pipe.get(k.generation(session_id))
-            pipe.xrange(k.events(session_id), min=f"{after + 1}-0", max="+", count=limit)
-            generation, entries = pipe.execute()
-        current = None if generation is None else generation.decode()
+            generation, entries = self._c.log_read(
+                keys=[k.generation(session_id), k.events(session_id)],
+                args=[str(after + 1), str(limit)],
+            )
+        current = generation.decode() if generation else None
         self._session_id, self._after, self._generation = session_id, after, current
         if current is None:
             return None, []
-        return current, [_raw(entry_id, fields) for entry_id, fields in entries]
+        return current, [_raw(entry_id, _pairs(fields)) for entry_id, fields in entries]
 
     def change_token(self) -> object:
         return None
@@ -90,6 +89,10 @@ class _StreamSource:
 
     def close(self) -> None:
         return None
+
+
+def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _raw(entry_id: bytes, fields: dict[bytes, bytes]) -> RawRecord:

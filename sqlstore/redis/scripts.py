@@ -5,6 +5,11 @@ script is the backend's transaction: ``create`` checks and publishes in one
 step, a delete removes snapshot, log, generation, audit rows and index entries
 together, and an append touches the session's version in the same step.
 
+Every script starts with a ``#!lua`` line (Redis 7.0 or later): Redis then
+refuses a writing script *before* it starts when memory is above
+``maxmemory`` (``StoreFull``), instead of failing it half-way. Scripts that
+only read or delete say so in their flags, so they still run then.
+
 Scripts build owner-index and session keys from the prefix (``ARGV``) instead
 of declaring them all in ``KEYS``: this is why Redis Cluster is not supported.
 Times arrive as decimal strings computed in Python (Lua numbers are doubles);
@@ -36,7 +41,7 @@ local function touch(skey, mtime, pprefix, aprefix, hexid, prefix, seq_key, page
 end
 """
 
-PUT = """
+PUT = """#!lua
 -- KEYS: session, index:page, index:age, write-seq, inventory-gen
 -- ARGV: must_be_new, blob, mtime_ns, meta, cmp, owner_scope, page_prefix, age_prefix,
 --       hexid, prefix
@@ -61,7 +66,8 @@ redis.call('INCR', KEYS[5])
 return version
 """
 
-DELETE = """
+DELETE = """#!lua flags=allow-oom
+-- Deleting frees memory, so it may run when Redis is at maxmemory (retention can still prune).
 -- KEYS: session, events, events-gen, audit, index:page, index:age, inventory-gen, audit-ids
 -- ARGV: prefix, session_id, conditional ('1'/'0'), version, mtime_us, cmp
 -- Returns 1 when it deleted (or, unconditionally, always), 0 when the row did not match.
@@ -84,7 +90,8 @@ return 1
 """
 
 APPEND = (
-    _TOUCH
+    "#!lua\n"
+    + _TOUCH
     + """
 -- KEYS: events, events-gen, session, index:page, index:age, write-seq
 -- ARGV: fresh_generation, kind ('e'/'g'), body, mtime_ns, page_prefix, age_prefix, hexid,
@@ -103,7 +110,8 @@ return {gen, pos}
 )
 
 AUDIT = (
-    _TOUCH
+    "#!lua\n"
+    + _TOUCH
     + """
 -- KEYS: audit, audit-ids, audit-seq, session, index:page, index:age, write-seq
 -- ARGV: record JSON, session_id, mtime_ns, page_prefix, age_prefix, hexid, prefix
@@ -115,7 +123,7 @@ return seq
 """
 )
 
-RANGE = """
+RANGE = """#!lua flags=no-writes
 -- KEYS: index (page, owner or age), inventory-gen
 -- ARGV: expected_generation ('' = any), after_member ('' = from the start),
 --       anchor_required ('1'/'0'), limit, prefix, time_hex_digits
@@ -148,7 +156,7 @@ end
 return out
 """
 
-LEASE_ACQUIRE = """
+LEASE_ACQUIRE = """#!lua
 -- KEYS: lease, leases;  ARGV: owner, now20, expires20, session_id
 -- Returns {1, token} or {0, holder, holder_expires20}.
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires')
@@ -161,7 +169,7 @@ redis.call('SADD', KEYS[2], ARGV[4])
 return {1, token}
 """
 
-LEASE_RENEW = """
+LEASE_RENEW = """#!lua
 -- KEYS: lease;  ARGV: owner, token, now20, expires20.  Returns 1 if renewed, else 0.
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] or not cur[3] or cur[3] <= ARGV[3] then return 0 end
@@ -169,11 +177,22 @@ redis.call('HSET', KEYS[1], 'expires', ARGV[4])
 return 1
 """
 
-LEASE_RELEASE = """
+LEASE_RELEASE = """#!lua flags=allow-oom
 -- KEYS: lease;  ARGV: owner, token, zero20.  The token survives, so takeovers keep growing it.
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'token')
 if cur[1] == ARGV[1] and cur[2] == ARGV[2] then
   redis.call('HSET', KEYS[1], 'owner', '', 'expires', ARGV[3])
 end
 return 1
+"""
+
+LOG_READ = """#!lua flags=no-writes
+-- A read-only script instead of MULTI: Redis refuses every queued MULTI command at maxmemory,
+-- while no-writes scripts still run, so followers keep reading a full server.
+-- KEYS: events-gen, events;  ARGV: first_position ('' = head only), count
+-- Returns {generation or false, length} or {generation or false, entries}.
+local gen = redis.call('GET', KEYS[1])
+if ARGV[1] == '' then return {gen, redis.call('XLEN', KEYS[2])} end
+if not gen then return {gen, {}} end
+return {gen, redis.call('XRANGE', KEYS[2], ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}
 """
