@@ -8,7 +8,7 @@ Roles:
     locker DB HOLD_S                    hold BEGIN IMMEDIATE for HOLD_S s (or until stdin says go)
     diskfull DB EXTRA_BYTES             write under RLIMIT_FSIZE until the store refuses
     hammer DB WORKER SECONDS OUT        2 threads of random create/save/append/delete/record
-    umask DB                            create a store under umask 0, print the modes
+    umask DB BASE                       create a store under umask 0, print the modes
     probe DB                            open, read, write; print what happened as JSON
 """
 
@@ -197,14 +197,13 @@ def hammer(db: str, worker: str, seconds: str, out_path: str) -> None:
     emit("DONE")
 
 
-def umask(db: str) -> None:
-    """Create a store (and its directories) under umask 0 and print every mode."""
+def umask(db: str, base: str) -> None:
+    """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
     with SQLiteStore(db) as store:
         store.sessions.create(Session.new("u"))
         store.events.append_event("u", Event("e"))
         modes = {}
-        base = os.path.dirname(os.path.dirname(os.path.dirname(db)))
         for root, dirs, files in os.walk(base):
             for name in dirs + files:
                 full = os.path.join(root, name)

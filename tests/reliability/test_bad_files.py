@@ -273,6 +273,15 @@ def test_directory_at_the_path_is_unsafe(tmp_path: Path) -> None:
         SQLiteStore(tmp_path / "dir.db")
 
 
+def test_file_where_a_directory_should_be_is_unsafe(tmp_path: Path) -> None:
+    """A plain file in place of a directory of the path is refused with UnsafePath."""
+    (tmp_path / "f").write_text("not a directory")
+    for path in (tmp_path / "f" / "s.db", tmp_path / "f" / "sub" / "s.db"):
+        with pytest.raises(UnsafePath):
+            SQLiteStore(path)
+    assert (tmp_path / "f").read_text() == "not a directory"
+
+
 def test_missing_file_without_create_is_store_missing(tmp_path: Path) -> None:
     """Opening a missing file with create=False raises StoreMissing and creates nothing."""
     with pytest.raises(StoreMissing) as caught:
