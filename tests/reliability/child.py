@@ -140,8 +140,7 @@ def diskfull(db: str, extra_bytes: str) -> None:
     emit(json.dumps(result))
 
 
-def _hammer_thread(db: str, worker: str, thread: int, deadline: float, out: Any) -> None:
-    store = SQLiteStore(db, durability="normal")
+def _hammer_thread(store: SQLiteStore, worker: str, thread: int, deadline: float, out: Any) -> None:
     rng = random.Random(f"{worker}-{thread}")
     shared = [f"h{i}" for i in range(6)]
     count = 0
@@ -179,21 +178,23 @@ def _hammer_thread(db: str, worker: str, thread: int, deadline: float, out: Any)
         with _OUT_LOCK:
             out.write(json.dumps(record) + "\n")
             out.flush()
-    store.close()
 
 
 def hammer(db: str, worker: str, seconds: str, out_path: str) -> None:
-    """Run two hammering threads (each with its own store) until the deadline."""
+    """Run two hammering threads sharing one store (group commit) until the deadline."""
+    store = SQLiteStore(db)
+    emit("READY")
     deadline = time.monotonic() + float(seconds)
     with open(out_path, "w", encoding="utf-8") as out:
         threads = [
-            threading.Thread(target=_hammer_thread, args=(db, worker, t, deadline, out))
+            threading.Thread(target=_hammer_thread, args=(store, worker, t, deadline, out))
             for t in range(2)
         ]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+    store.close()
     emit("DONE")
 
 
