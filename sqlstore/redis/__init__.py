@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlstore.redis.copy import CopyReport, copy_store
 from sqlstore.redis.store import RedisStore
 
-__all__ = ["RedisStore"]
+__all__ = ["CopyReport", "RedisStore", "copy_store"]

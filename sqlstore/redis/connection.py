@@ -91,6 +91,7 @@ class Connection:
         self.audit = client.register_script(scripts.AUDIT)
         self.range = client.register_script(scripts.RANGE)
         self.log_read = client.register_script(scripts.LOG_READ)
+        self.import_session = client.register_script(scripts.IMPORT)
         self.lease_acquire = client.register_script(scripts.LEASE_ACQUIRE)
         self.lease_renew = client.register_script(scripts.LEASE_RENEW)
         self.lease_release = client.register_script(scripts.LEASE_RELEASE)

@@ -24,6 +24,8 @@ key                     type    content
 ``write-seq``           STRING  counter: versions, never reused
 ``lease:<id>``          HASH    ``owner``, ``token``, ``expires`` (20-digit ns)
 ``leases``              SET     ids that have a lease hash
+``migrate:<job>``       HASH    import checkpoint rows: item → row JSON
+``migrate-jobs``        HASH    job id → job JSON (source, format, state, times)
 ======================  ======  ==================================================
 
 Index members: with all scores equal a ZSET orders members bytewise, so
@@ -79,6 +81,13 @@ class Keys:
 
     def owner_index(self, scope: str) -> str:
         return f"{self.prefix}index:{scope}"
+
+    def job_items(self, job_id: str) -> str:
+        return f"{self.prefix}migrate:{job_id}"
+
+    @property
+    def jobs(self) -> str:
+        return f"{self.prefix}migrate-jobs"
 
     @property
     def audit_ids(self) -> str:

@@ -196,3 +196,52 @@ if ARGV[1] == '' then return {gen, redis.call('XLEN', KEYS[2])} end
 if not gen then return {gen, {}} end
 return {gen, redis.call('XRANGE', KEYS[2], ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}
 """
+
+IMPORT = """#!lua
+-- One imported session and its checkpoint row, all or nothing (sqlstore migrate / copy_store).
+-- KEYS: session, events, events-gen, audit, index:page, index:age, write-seq, inventory-gen,
+--       audit-ids, audit-seq, job items
+-- ARGV: 1 overwrite, 2 item, 3 row if imported, 4 row if exists, 5 prefix, 6 session_id,
+--       7 blob, 8 mtime_ns, 9 meta, 10 cmp, 11 owner_scope, 12 page_prefix, 13 age_prefix,
+--       14 hexid, 15 generation, 16 record count, 17 audit count,
+--       then (kind, body) per record, then one '<json>' per audit row.
+-- Returns 1 when imported, 0 when the id exists and overwrite is off (only the row written).
+local skey = KEYS[1]
+if redis.call('EXISTS', skey) == 1 and ARGV[1] ~= '1' then
+  redis.call('HSET', KEYS[11], ARGV[2], ARGV[4])
+  return 0
+end
+local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')
+if old[1] then
+  redis.call('ZREM', KEYS[5], old[1])
+  if old[3] and old[3] ~= '' then redis.call('ZREM', ARGV[5] .. 'index:' .. old[3], old[1]) end
+end
+if old[2] then redis.call('ZREM', KEYS[6], old[2]) end
+redis.call('DEL', skey, KEYS[2], KEYS[3], KEYS[4])
+redis.call('SREM', KEYS[9], ARGV[6])
+local records = tonumber(ARGV[16])
+local audits = tonumber(ARGV[17])
+if records > 0 then redis.call('SET', KEYS[3], ARGV[15]) end
+local at = 18
+for i = 1, records do
+  redis.call('XADD', KEYS[2], i .. '-0', 'k', ARGV[at], 'b', ARGV[at + 1])
+  at = at + 2
+end
+for i = 1, audits do
+  local seq = redis.call('INCR', KEYS[10])
+  redis.call('RPUSH', KEYS[4], seq .. ' ' .. ARGV[at])
+  at = at + 1
+end
+if audits > 0 then redis.call('SADD', KEYS[9], ARGV[6]) end
+local version = redis.call('INCR', KEYS[7])
+local pm = ARGV[12] .. ARGV[14]
+local am = ARGV[13] .. ARGV[14]
+redis.call('HSET', skey, 'blob', ARGV[7], 'mtime_ns', ARGV[8], 'version', version,
+  'meta', ARGV[9], 'cmp', ARGV[10], 'owner_scope', ARGV[11], 'idx_page', pm, 'idx_age', am)
+redis.call('ZADD', KEYS[5], 0, pm)
+redis.call('ZADD', KEYS[6], 0, am)
+if ARGV[11] ~= '' then redis.call('ZADD', ARGV[5] .. 'index:' .. ARGV[11], 0, pm) end
+redis.call('INCR', KEYS[8])
+redis.call('HSET', KEYS[11], ARGV[2], ARGV[3])
+return 1
+"""

@@ -1,0 +1,208 @@
+"""``copy_store``: copy every session from one store to another (SQLite ⇄ Redis), resumably.
+
+The copy reads the source's inventory as a stream (``iter_meta``, bounded
+memory) and writes ``batch`` sessions at a time through the destination's
+import target (the same one ``sqlstore migrate`` uses). Each copied session
+keeps its ``modified_at`` (so retention sees its real age), its event log with
+gaps in order under the same log generation (so event cursors issued by the
+source keep working on the destination), and its audit rows.
+
+Resumable: every copied session leaves a checkpoint row in the destination
+(job id derived from the source), fingerprinted by the source row's
+``version`` and ``modified_at``. A second run skips sessions whose source row
+is unchanged (``already_imported``), copies new ones, and — with
+``overwrite=True`` — re-copies those that changed. A session written while it
+is being copied is skipped as ``changed`` and picked up by the next run.
+
+Only sessions with a snapshot are copied: an event log or audit trail under an
+id that has no snapshot is not part of the inventory and is left behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlstore import clock
+from sqlstore.errors import MigrationError, SessionNotFound, StoreError
+from sqlstore.inventory import SessionMeta
+from sqlstore.migrate.items import Fingerprint, LogEntry, SessionImport
+from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_ALREADY_IMPORTED, SKIP_CHANGED
+from sqlstore.migrate.target import BatchEntry, ImportTarget, ItemRow, target_for
+from sqlstore.ports import Store
+
+COPY_BATCH_SESSIONS = 25
+"""Sessions read and written per batch by default."""
+
+COPY_BATCH_SESSIONS_MAX = 1_000
+COPY_FORMAT = "store"
+"""The ``format`` recorded on the destination's job row."""
+
+
+@dataclass(slots=True)
+class CopyReport:
+    """What ``copy_store`` did: per-outcome counts, records moved, failures."""
+
+    job_id: str
+    copied: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    events: int = 0
+    audit_rows: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when no session failed."""
+        return not self.failed
+
+
+def describe(store: Store) -> str:
+    """Return a stable description of a store (its ``repr``), used to derive the job id."""
+    return repr(store)
+
+
+def copy_job_id(source: str) -> str:
+    """Return the job id of copies from ``source`` (a :func:`describe` text)."""
+    return "copy-" + hashlib.sha256(source.encode("utf-8")).hexdigest()[:24]
+
+
+def import_target(store: Store) -> ImportTarget:
+    """Return the import target of any sqlstore backend, Redis included."""
+    from sqlstore.redis.store import RedisStore
+
+    if isinstance(store, RedisStore):
+        from sqlstore.redis.imports import RedisImports
+
+        return RedisImports(store)
+    return target_for(store)
+
+
+def fingerprint(meta: SessionMeta) -> Fingerprint:
+    """Fingerprint a source row: size, modified_at and a hash of (id, version)."""
+    digest = hashlib.sha256(f"{meta.id}\0{meta.version}".encode())
+    return Fingerprint(meta.estimated_bytes, clock.to_ns(meta.modified_at), digest.hexdigest())
+
+
+def _generation(cursor: str) -> str | None:
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    value = json.loads(raw).get("g")
+    return value if isinstance(value, str) and value else None
+
+
+def _read(src: Store, meta: SessionMeta) -> SessionImport | None:
+    """Read one session whole; None when it changed (or vanished) while being read."""
+    try:
+        session = src.sessions.load(meta.id)
+        log: list[LogEntry] = []
+        generation = None
+        for record in src.events.read_after(meta.id):
+            generation = generation or _generation(record.cursor)
+            if record.kind == "gap":
+                log.append(LogEntry(gap_reason=record.gap_reason))
+            else:
+                log.append(LogEntry(event=record.event))
+        audit = src.audit.list(meta.id)
+        after = src.sessions.meta(meta.id)
+    except SessionNotFound:
+        return None
+    if after.version != meta.version:
+        return None
+    return SessionImport(
+        session=session,
+        log=log,
+        audit=audit,
+        modified_at_ns=clock.to_ns(meta.modified_at),
+        generation=generation,
+    )
+
+
+def copy_store(
+    src: Store,
+    dst: Store,
+    *,
+    batch: int = COPY_BATCH_SESSIONS,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> CopyReport:
+    """Copy every session (snapshot, events with gaps, audit) from ``src`` to ``dst``.
+
+    Args:
+        src: any store (read only).
+        dst: a ``SQLiteStore``, ``RedisStore`` or ``MemoryStore``.
+        batch: sessions per written batch (1 to ``COPY_BATCH_SESSIONS_MAX``); memory use
+            is bounded by this many sessions.
+        overwrite: replace destination sessions that exist already (otherwise they are
+            skipped as ``exists``), and re-copy sessions changed since an earlier run.
+        progress: called with the number of source rows handled so far, after each batch.
+
+    Returns the report; run again to resume after an error or interruption.
+
+    Raises:
+        MigrationError: ``batch`` is out of range, or ``src`` and ``dst`` are the same store.
+        StoreError: a store failed (batches written so far stay; run again to resume).
+    """
+    started = time.monotonic()
+    if not 1 <= batch <= COPY_BATCH_SESSIONS_MAX:
+        raise MigrationError(f"batch must be 1..{COPY_BATCH_SESSIONS_MAX} sessions")
+    source = describe(src)
+    if src is dst or source == describe(dst):
+        raise MigrationError("source and destination are the same store")
+    job_id = copy_job_id(source)
+    report = CopyReport(job_id=job_id)
+    target = import_target(dst)
+    rows = target.load_items(job_id)
+    target.start_job(job_id, source, COPY_FORMAT, clock.now_ns())
+    pending: list[BatchEntry] = []
+    handled = 0
+
+    def flush() -> None:
+        if not pending:
+            return
+        outcomes = target.write_batch(job_id, pending, overwrite=overwrite, now_ns=clock.now_ns())
+        for entry, outcome in zip(pending, outcomes, strict=True):
+            if outcome == OUTCOME_IMPORTED:
+                report.copied += 1
+                if entry.payload is not None:
+                    report.events += len(entry.payload.log)
+                    report.audit_rows += len(entry.payload.audit)
+            else:
+                report.skipped[outcome] += 1
+        pending.clear()
+        if progress is not None:
+            progress(handled)
+
+    try:
+        for meta in src.sessions.iter_meta():
+            handled += 1
+            item = "session:" + meta.id
+            print_ = fingerprint(meta)
+            old = rows.get(item)
+            if old is not None and old.outcome == OUTCOME_IMPORTED and old.fingerprint == print_:
+                report.skipped[SKIP_ALREADY_IMPORTED] += 1
+                continue
+            if old is not None and old.outcome == OUTCOME_IMPORTED and not overwrite:
+                # Copied before and changed since: copy again only when asked to overwrite.
+                report.skipped[SKIP_CHANGED] += 1
+                continue
+            try:
+                payload = _read(src, meta)
+            except StoreError as exc:
+                report.failed.append((meta.id, f"{type(exc).__name__}: {exc}"))
+                continue
+            if payload is None:
+                report.skipped[SKIP_CHANGED] += 1
+                continue
+            pending.append(BatchEntry(ItemRow(item, print_, OUTCOME_IMPORTED, meta.id), payload))
+            if len(pending) >= batch:
+                flush()
+        flush()
+    finally:
+        target.finish_job(job_id, "done" if report.ok else "failed", clock.now_ns())
+    report.seconds = time.monotonic() - started
+    return report
