@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 from freezegun import freeze_time
 from test_retention_support import T0, put_now
 
+import retention
 from cli.main import cli
 from retention import DAEMON_LEASE_NAME
 from sqlstore import Kind, SQLiteStore, State
@@ -353,3 +354,28 @@ def test_daemon_process_stops_cleanly_on_sigterm(db: Path, config: Path) -> None
             proc.stderr.close()
     with SQLiteStore(db) as store:
         assert DAEMON_LEASE_NAME not in store.leases.held()
+
+
+def test_two_daemon_processes_never_sweep_together(tmp_path: Path) -> None:
+    """Two daemon processes started together on one file: at most one of them plans work."""
+    path = tmp_path / "shared.db"
+    with SQLiteStore(path, durability="normal") as store, freeze_time(T0 - 10 * DAY):
+        for i in range(1000):
+            put_now(store, f"s{i:04d}")
+    args = ["--db", str(path), "retention", "daemon", "--every", "0"]
+    procs = [
+        subprocess.Popen(
+            [str(CONSOLE_SCRIPT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=SUBPROCESS_WAIT_S) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    with SQLiteStore(path) as store:
+        assert list(store.sessions.iter_meta()) == []
+        runs = retention.list_runs(store)
+    # The lease serialises the sweeps: the second one either skipped (one run) or
+    # planned only after the first had deleted everything (planned == 0).
+    assert sum(r.deleted for r in runs) == 1000
+    assert sum(r.changed for r in runs) == 0
+    assert [r.planned > 0 for r in runs].count(True) == 1
