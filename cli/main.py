@@ -413,4 +413,7 @@ from cli.retention_cmd import prune, retention_group  # noqa: E402
 for _command in (check, stats, vacuum, backup, prune, retention_group):
     cli.add_command(_command)
 
-# REGISTRATION SPOT: migrate + export (cli/migrate_cmd.py) — add them here once it exists.
+from cli.migrate_cmd import export, migrate  # noqa: E402
+
+for _command in (migrate, export):
+    cli.add_command(_command)

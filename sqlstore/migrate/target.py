@@ -64,11 +64,19 @@ class ImportTarget(Protocol):
 def target_for(store: object) -> ImportTarget:
     """Return the import target of a store.
 
+    A backend outside this package plugs in by giving its store an
+    ``import_target()`` method that returns an :class:`ImportTarget`.
+
     Raises:
         MigrationError: the backend does not support imports.
     """
     from sqlstore.memory import MemoryStore
     from sqlstore.sqlite import SQLiteStore
+
+    factory = getattr(store, "import_target", None)
+    if callable(factory):
+        target: ImportTarget = factory()
+        return target
 
     if isinstance(store, SQLiteStore):
         from sqlstore.sqlite.imports import SQLiteImports

@@ -1,0 +1,207 @@
+"""``sqlstore migrate`` and ``sqlstore export``: thin wrappers over :mod:`sqlstore.migrate`.
+
+Register both on the group with ``cli.add_command(migrate)`` and
+``cli.add_command(export)``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli import render
+from cli.context import CliContext, json_option, pass_cli
+from sqlstore import MemoryStore
+from sqlstore.migrate import (
+    FORMATS,
+    MIGRATE_BATCH_SESSIONS,
+    MIGRATE_BATCH_SESSIONS_MAX,
+    ExportReport,
+    MigrationReport,
+    export_sessions,
+    run_migration,
+)
+
+WARNINGS_SHOWN = 20
+"""Warnings listed in the human summary; ``--json`` has them all."""
+
+EXIT_INTERRUPTED = 130
+
+
+class _Progress:
+    """A click progress bar created on the first callback, once the total is known."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label="Importing", file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def summary_lines(report: MigrationReport) -> Iterator[str]:
+    """Yield the human summary of a migration: a table, then failures and warnings."""
+    skipped = ", ".join(f"{reason} {n}" for reason, n in sorted(report.skipped.items()))
+    megabytes = report.bytes / 1_000_000
+    rows = [
+        ("imported", f"{report.imported}" + (" (dry run)" if report.dry_run else "")),
+        ("skipped", f"{sum(report.skipped.values())}" + (f" ({skipped})" if skipped else "")),
+        ("failed", str(report.failed)),
+        ("incomplete runs", str(report.incomplete)),
+        ("events", str(report.events)),
+        ("audit rows", str(report.audit_rows)),
+        ("MB", f"{megabytes:.2f}"),
+        ("seconds", f"{report.seconds:.2f}"),
+        ("MB/s", f"{report.megabytes_per_second:.2f}"),
+    ]
+    if report.verified:
+        rows.append(("verified", str(report.verified)))
+    yield f"Job {report.job_id} ({report.format}) from {report.source}"
+    yield from render.table(("", "count"), rows)
+    for item in report.items:
+        if item.outcome == "failed":
+            yield f"failed: {item.item}: {render.one_line(item.detail, 200)}"
+    for warning in report.warnings[:WARNINGS_SHOWN]:
+        yield f"warning: {render.one_line(warning, 200)}"
+    if len(report.warnings) > WARNINGS_SHOWN:
+        yield f"… and {len(report.warnings) - WARNINGS_SHOWN} more warnings (see --json)"
+
+
+@click.command("migrate")
+@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), help="Source format (default: detected)."
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(1, MIGRATE_BATCH_SESSIONS_MAX),
+    default=MIGRATE_BATCH_SESSIONS,
+    show_default=True,
+    help="Sessions per transaction.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace existing sessions and changed items.")
+@click.option("--dry-run", is_flag=True, help="Only inspect and report; write nothing.")
+@click.option("--verify", is_flag=True, help="Load every imported session back and compare.")
+@json_option
+@pass_cli
+@click.pass_context
+def migrate(
+    ctx: click.Context,
+    cli: CliContext,
+    source: Path,
+    fmt: str | None,
+    batch: int,
+    overwrite: bool,
+    dry_run: bool,
+    verify: bool,
+) -> None:
+    """Import a directory of openzot run logs or a mecatl JSONL store.
+
+    Resumable: after a crash or Ctrl-C run the same command again; committed
+    sessions are not imported twice. Exits 1 when an item failed (torn lines,
+    malformed lines and skipped items are reported but are not failures).
+
+    Example:
+
+    \b
+        sqlstore --db sessions.db migrate ~/.openzot/runs
+        sqlstore migrate ./store-dir --format mecatl --dry-run --json
+    """
+    progress = _Progress(sys.stdout.isatty() and not cli.json)
+    try:
+        if dry_run and not cli.db.exists():
+            report = run_migration(
+                MemoryStore(),
+                source,
+                fmt=fmt,
+                batch_sessions=batch,
+                dry_run=True,
+                progress=progress,
+            )
+        else:
+            with cli.open_store(create=not dry_run) as store:
+                report = run_migration(
+                    store,
+                    source,
+                    fmt=fmt,
+                    batch_sessions=batch,
+                    overwrite=overwrite,
+                    dry_run=dry_run,
+                    verify=verify,
+                    progress=progress,
+                )
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo(
+            "Interrupted: committed batches are kept; run the same command again to continue.",
+            err=True,
+        )
+        ctx.exit(EXIT_INTERRUPTED)
+    progress.close()
+    cli.emit(report.to_json(), lambda: summary_lines(report))
+    ctx.exit(0 if report.ok else 1)
+
+
+def export_lines(report: ExportReport) -> Iterator[str]:
+    """Yield the human summary of an export."""
+    megabytes = report.bytes / 1_000_000
+    yield (
+        f"Exported {len(report.exported)} session(s) as {report.format} to {report.out} "
+        f"({report.events} log records, {megabytes:.2f} MB, {report.seconds:.2f} s)"
+    )
+    for session_id, reason in report.failed:
+        yield f"failed: {session_id}: {render.one_line(reason, 200)}"
+
+
+@click.command("export")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="Output format.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Output directory (created; existing files are never overwritten).",
+)
+@click.option("--all", "all_sessions", is_flag=True, help="Export every session.")
+@click.option("--session", "session_ids", multiple=True, help="A session id (repeatable).")
+@json_option
+@pass_cli
+@click.pass_context
+def export(
+    ctx: click.Context,
+    cli: CliContext,
+    fmt: str,
+    out: Path,
+    all_sessions: bool,
+    session_ids: tuple[str, ...],
+) -> None:
+    """Write sessions back as openzot run logs or as a mecatl sid-v2 store.
+
+    Exits 1 when a session could not be written (for example its file exists).
+
+    Example:
+
+    \b
+        sqlstore export --format runlog --out ./runs --all
+        sqlstore export --format mecatl --out ./store --session 20261129-140501
+    """
+    if all_sessions == bool(session_ids):
+        raise click.UsageError("pass either --all or one or more --session ID")
+    with cli.open_store(readonly=True) as store:
+        report = export_sessions(store, fmt, out, session_ids=None if all_sessions else session_ids)
+    cli.emit(report.to_json(), lambda: export_lines(report))
+    ctx.exit(0 if report.ok else 1)
