@@ -14,7 +14,8 @@ Safety, per entry, in this order:
 
 A store error on one entry is counted ``failed`` and the sweep goes on; after
 :data:`MAX_CONSECUTIVE_FAILURES` failures in a row it gives up (the store is
-likely unusable) and reports ``interrupted``.
+likely unusable) and reports ``interrupted``. A lost sweeper lease (the
+``heartbeat`` raises) also ends the sweep, with the error in ``errors``.
 
 After a sweep that deleted something, a store with a file (SQLiteStore)
 checkpoints its WAL and runs an incremental vacuum so the file shrinks (see
@@ -132,8 +133,9 @@ def sweep(
         store: the store the plan was made from.
         plan: the plan to carry out.
         stop: when set, the sweep ends before the next entry.
-        heartbeat: called before each entry (the daemon renews its lease there);
-            an exception from it ends the sweep and propagates.
+        heartbeat: called before each entry (the sweeper renews its lease there);
+            a ``StoreError`` from it (a lost lease) ends the sweep, reported as
+            ``interrupted`` with the error; other exceptions propagate.
 
     Raises:
         StoreError: the file size could not be read before the sweep started.
@@ -149,7 +151,13 @@ def sweep(
             interrupted = True
             break
         if heartbeat is not None:
-            heartbeat()
+            try:
+                heartbeat()
+            except StoreError as exc:
+                # The daemon's lease was lost: another sweeper may be at work now.
+                interrupted = True
+                errors.append(f"stopped: {exc}")
+                break
         try:
             if entry.meta.id in store.leases.held():
                 leased += 1

@@ -205,3 +205,33 @@ def test_lease_is_renewed_during_a_long_sweep(store: Store) -> None:
     assert result.report is not None
     assert result.report.deleted == 6
     assert taken_over == []
+
+
+def test_lost_lease_stops_the_sweep_and_is_recorded(store: Store) -> None:
+    """When another sweeper takes over an expired lease, the sweep stops and says why."""
+    stale(store, 6)
+    calls: list[int] = []
+    with freeze_time(T0) as frozen:
+
+        class StallingStop(threading.Event):
+            """Before the third entry, stalls past the TTL while an intruder takes the lease."""
+
+            def is_set(self) -> bool:
+                calls.append(1)
+                if len(calls) == 3:
+                    frozen.tick(timedelta(minutes=10))
+                    store.leases.acquire(DAEMON_LEASE_NAME, "intruder", timedelta(minutes=5))
+                return super().is_set()
+
+        result = sweep_round(
+            store, CHILD_AGE, owner="me", stop=StallingStop(), lease_ttl=timedelta(minutes=5)
+        )
+        assert store.leases.held() == {DAEMON_LEASE_NAME}  # the intruder's lease is untouched
+    report = result.report
+    assert report is not None
+    assert report.deleted == 2
+    assert report.interrupted and not report.ok
+    assert "stopped:" in report.errors[0]
+    (run,) = list_runs(store)
+    assert run.deleted == 2
+    assert "stopped:" in json.loads(run.detail)["errors"][0]
