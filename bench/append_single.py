@@ -1,0 +1,95 @@
+"""Durable ``append_event`` per second from one thread, against a raw write+fsync loop.
+
+Run: ``python bench/append_single.py [--appends N] [--quick]``.
+
+Each repetition runs the raw loop (200-byte ``write`` + ``fsync`` on a fresh
+file) and ``store.events.append_event`` of a ~200-byte event into one session
+of a fresh ``SQLiteStore`` (``durability="full"``) in the same directory,
+alternating in blocks of ``--block`` operations so both see the same moments of
+a noisy machine. The ratio is the median of the per-repetition ratios.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import (
+    RawLog,
+    Result,
+    Row,
+    emit,
+    event_text,
+    interleave,
+    make_parser,
+    median,
+    rate,
+    sizes,
+    times,
+    work_dir,
+)
+
+from sqlstore import Event, Session, SQLiteStore
+
+GOAL_RATIO = 0.85
+
+
+def one_rep(directory: Path, count: int, block: int, tag: str) -> dict[str, float]:
+    """Return appends/s of ours and of the raw loop, run in alternating blocks."""
+    events = [Event("message", i, 1, event_text(i), "run-0001") for i in range(count)]
+    raw = RawLog(directory)
+    with SQLiteStore(directory / f"single-{tag}.db") as store:
+        store.sessions.create(Session.new("bench-single"))
+        for event in events[: min(10, count)]:
+            store.events.append_event("bench-single", event)  # warm-up: statements cached
+        raw.append(10)
+        position = [0]
+
+        def append(k: int) -> None:
+            at = position[0]
+            for event in events[at : at + k]:
+                store.events.append_event("bench-single", event)
+            position[0] = at + k
+
+        try:
+            return interleave({"ours": append, "raw": raw.append}, count, block)
+        finally:
+            raw.close()
+
+
+def main() -> None:
+    """Measure, print and (with --json) write the result."""
+    parser = make_parser(__doc__ or "")
+    parser.add_argument("--appends", type=int, default=None, help="appends per repetition")
+    parser.add_argument("--block", type=int, default=None, help="operations per alternation")
+    args = parser.parse_args()
+    size = sizes(args, full={"appends": 3000, "block": 100}, quick={"appends": 20, "block": 5})
+    raws: list[float] = []
+    ours: list[float] = []
+    with work_dir(args, "single") as directory:
+        for rep in range(size["reps"]):
+            got = one_rep(directory, size["appends"], size["block"], str(rep))
+            raws.append(got["raw"])
+            ours.append(got["ours"])
+    ratios = [o / r for o, r in zip(ours, raws, strict=True)]
+    ratio = median(ratios)
+    result = Result(
+        "append_single",
+        "durable append_event, one thread",
+        size,
+        rows=[
+            Row(
+                "durable `append_event`/s, one thread",
+                rate(median(ours)),
+                f"{rate(median(raws))} raw 200 B write+fsync",
+                times(ratio),
+                f"≥ {GOAL_RATIO}x",
+                ratio >= GOAL_RATIO,
+            )
+        ],
+        details={"ours_per_s": ours, "raw_per_s": raws, "ratios": ratios},
+    )
+    emit(result, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""Eight threads appending durably to one store (group commit), against the raw fsync loop.
+
+Run: ``python bench/append_threads.py [--threads 8] [--seconds S] [--quick]``.
+
+Each repetition measures the raw loop (200-byte ``write`` + ``fsync``), then
+starts ``--threads`` threads on one ``SQLiteStore`` (``durability="full"``), each
+appending ~200-byte events to its own session for ``--seconds``. Reported:
+total appends/s ÷ raw records/s, the slowest thread's count ÷ the fair share
+(total ÷ threads), and the worst single ``append_event`` call (stall).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import (
+    Result,
+    Row,
+    emit,
+    event_text,
+    make_parser,
+    median,
+    ms,
+    percentile,
+    rate,
+    raw_fsync_rate,
+    sizes,
+    times,
+    work_dir,
+)
+
+from sqlstore import Event, Session, SQLiteStore
+
+GOAL_RATIO = 5.0
+GOAL_FAIR_SHARE = 0.70
+GOAL_STALL_S = 0.050
+
+
+def run_threads(directory: Path, threads: int, seconds: float, tag: str) -> dict[str, Any]:
+    """Return total rate, per-thread counts and latencies of ``threads`` appenders."""
+    counts = [0] * threads
+    worst = [0.0] * threads
+    latencies: list[list[float]] = [[] for _ in range(threads)]
+    with SQLiteStore(directory / f"threads-{tag}.db") as store:
+        for n in range(threads):
+            store.sessions.create(Session.new(f"bench-thread-{n}"))
+        start = threading.Barrier(threads + 1)
+        window: dict[str, float] = {}
+
+        def appender(n: int) -> None:
+            sid = f"bench-thread-{n}"
+            events = [Event("message", i, 1, event_text(i), "run-0001") for i in range(256)]
+            mine = latencies[n]
+            start.wait()
+            deadline = window["deadline"]
+            i = 0
+            while time.perf_counter() < deadline:
+                before = time.perf_counter()
+                store.events.append_event(sid, events[i & 255])
+                mine.append(time.perf_counter() - before)
+                i += 1
+            counts[n] = i
+            worst[n] = max(mine, default=0.0)
+
+        workers = [threading.Thread(target=appender, args=(n,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        window["deadline"] = time.perf_counter() + seconds
+        began = time.perf_counter()
+        window["deadline"] = began + seconds
+        start.wait()
+        for worker in workers:
+            worker.join()
+        elapsed = time.perf_counter() - began
+    total = sum(counts)
+    fair = total / threads
+    every = [x for mine in latencies for x in mine]
+    return {
+        "rate": total / elapsed,
+        "counts": counts,
+        "slowest_share": (min(counts) / fair) if fair else 0.0,
+        "worst_stall_s": max(worst),
+        "p99_s": percentile(every, 99),
+    }
+
+
+def main() -> None:
+    """Measure, print and (with --json) write the result."""
+    parser = make_parser(__doc__ or "")
+    parser.add_argument("--threads", type=int, default=None, help="appending threads")
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per repetition")
+    parser.add_argument("--raw", type=int, default=None, help="records of the raw loop")
+    args = parser.parse_args()
+    size = sizes(
+        args,
+        full={"threads": 8, "seconds": 3.0, "raw": 3000},
+        quick={"threads": 3, "seconds": 0.2, "raw": 20},
+    )
+    raws: list[float] = []
+    runs: list[dict[str, Any]] = []
+    with work_dir(args, "threads") as directory:
+        for rep in range(size["reps"]):
+            raws.append(raw_fsync_rate(directory, size["raw"]))
+            runs.append(run_threads(directory, size["threads"], size["seconds"], str(rep)))
+    ratios = [run["rate"] / raw for run, raw in zip(runs, raws, strict=True)]
+    ratio = median(ratios)
+    share = median([run["slowest_share"] for run in runs])
+    stall = median([run["worst_stall_s"] for run in runs])
+    ours = median([run["rate"] for run in runs])
+    n = size["threads"]
+    result = Result(
+        "append_threads",
+        f"{n} threads appending (group commit)",
+        size,
+        rows=[
+            Row(
+                f"{n} threads appending (group commit): total appends/s",
+                rate(ours),
+                f"{rate(median(raws))} raw 200 B write+fsync",
+                times(ratio),
+                f"≥ {GOAL_RATIO:g}x",
+                ratio >= GOAL_RATIO,
+            ),
+            Row(
+                f"{n} threads: slowest thread ÷ fair share",
+                f"{share:.0%}",
+                "—",
+                "—",
+                f"≥ {GOAL_FAIR_SHARE:.0%}",
+                share >= GOAL_FAIR_SHARE,
+            ),
+            Row(
+                f"{n} threads: worst stall (slowest single append)",
+                ms(stall),
+                "—",
+                "—",
+                f"≤ {GOAL_STALL_S * 1000:g} ms",
+                stall <= GOAL_STALL_S,
+                note=f"p99 append latency {ms(median([r['p99_s'] for r in runs]))}",
+            ),
+        ],
+        details={"raw_per_s": raws, "runs": runs, "ratios": ratios},
+    )
+    emit(result, args)
+
+
+if __name__ == "__main__":
+    main()
