@@ -226,3 +226,32 @@ def test_report_json_is_serialisable(tmp_path: Path) -> None:
     doc = json.loads(json.dumps(report.to_json()))
     assert doc["imported"] == 4 and doc["skipped"] == {"not_a_session": 1}
     assert doc["incomplete"] == 1 and doc["failed"] == 0
+
+
+def test_an_id_with_only_an_event_log_counts_as_existing(tmp_path: Path, store: Any) -> None:
+    """Events stored under an id without a snapshot are never replaced without --overwrite."""
+    from sqlstore import Event
+
+    source = copy_examples(tmp_path, "runlogs")
+    store.events.append("20261128-090000", Event("note", text="mine"))
+    report = run_migration(store, source)
+    assert report.skipped["exists"] == 1
+    assert [e.text for e in store.events.read("20261128-090000")] == ["mine"]
+
+
+def test_overwriting_a_log_gives_it_a_new_generation(tmp_path: Path, store: Any) -> None:
+    """Re-importing a changed item replaces its log; cursors of the old log expire."""
+    from sqlstore.errors import CursorExpired
+
+    source = copy_examples(tmp_path, "mecatl-store")
+    run_migration(store, source)
+    sid = "sess-2026-11-29-review"
+    cursor = next(iter(store.events.read_after(sid))).cursor
+    envelope_file = next((source / "sid-v2").glob("sid-v2-sess-2026-11-29-review-*.session.json"))
+    envelope = json.loads(envelope_file.read_text())
+    envelope["snapshot"]["title"] = "renamed"
+    envelope_file.write_text(json.dumps(envelope))
+    assert run_migration(store, source, overwrite=True).imported == 1
+    assert store.sessions.load(sid).title == "renamed"
+    with pytest.raises(CursorExpired):
+        list(store.events.read_after(sid, cursor))

@@ -338,3 +338,22 @@ def test_lock_temporaries_and_inventory_are_ignored_and_strays_reported(tmp_path
     assert [(i.item, i.outcome) for i in report.items if i.outcome != "imported"] == [
         ("sid-v2/stray.txt", "not_a_session")
     ]
+
+
+def test_legacy_usage_is_used_without_token_usage(tmp_path: Path) -> None:
+    """Without token_usage, the legacy usage object gives Session.usage."""
+    write_family(tmp_path, snapshot("legacy", usage=go_usage(7, 3)))
+    store = MemoryStore()
+    run_migration(store, tmp_path)
+    assert store.sessions.load("legacy").usage == Usage(input_tokens=7, output_tokens=3)
+
+
+def test_unknown_kind_is_kept_for_export_and_imported_as_unknown(tmp_path: Path) -> None:
+    """A kind this version does not know (debug) imports as 'unknown' and keeps the original."""
+    write_family(tmp_path, snapshot("dbg", kind="debug", relationship={"target": "x"}))
+    store = MemoryStore()
+    run_migration(store, tmp_path)
+    session = store.sessions.load("dbg")
+    assert session.kind is Kind.UNKNOWN and session.relationship.is_empty()
+    assert session.extra["mecatl_kind"] == "debug"
+    assert session.extra["mecatl_relationship"] == {"target": "x"}

@@ -259,6 +259,7 @@ def _map_kind(session: Session, rest: dict[str, JSON], extra: dict[str, JSON]) -
     except (ValueError, TypeError, InvalidSessionMetadata):
         extra["mecatl_kind"] = raw_kind
         extra["mecatl_relationship"] = raw_rel
+        session.kind = Kind.UNKNOWN  # retention never deletes what it cannot classify
         return
     session.kind, session.relationship = kind, relationship
     if leftover:

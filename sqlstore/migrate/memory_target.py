@@ -13,6 +13,7 @@ import weakref
 from dataclasses import replace
 
 from sqlstore import clock
+from sqlstore.cursor import new_generation
 from sqlstore.memory import MemoryStore, _Log
 from sqlstore.migrate.items import SessionImport
 from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
@@ -37,9 +38,10 @@ class MemoryImports:
             return dict(self._jobs.get(job_id, {}))
 
     def exists(self, session_id: str) -> bool:
-        """True when a snapshot is stored under ``session_id``."""
+        """True when the id has a snapshot, an event log or audit rows."""
         with self._state.lock:
-            return session_id in self._state.sessions
+            state = self._state
+            return any(session_id in part for part in (state.sessions, state.logs, state.audit))
 
     def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
         """Create the job's row set if it is new."""
@@ -58,7 +60,7 @@ class MemoryImports:
                 row = entry.row
                 if entry.payload is not None:
                     sid = entry.payload.session.id
-                    if sid in self._state.sessions and not overwrite:
+                    if not overwrite and self.exists(sid):
                         row = replace(row, outcome=SKIP_EXISTS, detail="session id already exists")
                     else:
                         self._write(entry.payload)
@@ -70,9 +72,13 @@ class MemoryImports:
     def _write(self, payload: SessionImport) -> None:
         store, state = self._store, self._state
         sid = payload.session.id
+        old = state.logs.get(sid)
         store.sessions.delete(sid)
+        generation = payload.generation or new_generation()
+        if old is not None and old.generation == generation:
+            generation = new_generation()  # a replaced log never keeps its generation
         if payload.log:
-            state.logs[sid] = _Log(payload.generation or _new_generation())
+            state.logs[sid] = _Log(generation)
         for entry in payload.log:
             if entry.event is None:
                 store.events.append_gap(sid, entry.gap_reason)
@@ -86,9 +92,3 @@ class MemoryImports:
 
     def finish_job(self, job_id: str, state: str, now_ns: int) -> None:
         """Nothing to record in memory beyond the rows."""
-
-
-def _new_generation() -> str:
-    from sqlstore.cursor import new_generation
-
-    return new_generation()

@@ -42,7 +42,7 @@ class ImportTarget(Protocol):
         """Return the checkpoint rows of a job (empty for a new job)."""
 
     def exists(self, session_id: str) -> bool:
-        """True when a snapshot is stored under ``session_id``."""
+        """True when anything (snapshot, event log, audit rows) is stored under the id."""
 
     def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
         """Record the job as running (kept as is when it already exists)."""
@@ -52,9 +52,10 @@ class ImportTarget(Protocol):
     ) -> list[str]:
         """Write every entry and its checkpoint row in one transaction; return final outcomes.
 
-        An entry with a payload whose session id already exists is written as
-        ``exists`` (payload dropped) unless ``overwrite``; then the old session's
-        snapshot, events and audit rows are replaced.
+        An entry with a payload whose session id already holds anything (see
+        :meth:`exists`) is written as ``exists`` (payload dropped) unless
+        ``overwrite``; then the old snapshot, events and audit rows are replaced
+        (and a replaced log gets a new generation).
         """
 
     def finish_job(self, job_id: str, state: str, now_ns: int) -> None:

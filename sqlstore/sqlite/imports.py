@@ -48,9 +48,9 @@ class SQLiteImports:
         }
 
     def exists(self, session_id: str) -> bool:
-        """True when a snapshot is stored under ``session_id``."""
+        """True when the id has a snapshot, an event log or audit rows."""
         with self._db.reader() as conn:
-            return rows.session_exists(conn, session_id)
+            return _taken(conn, session_id)
 
     def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
         """Insert the job row as ``running`` (an existing job is marked running again)."""
@@ -79,7 +79,7 @@ class SQLiteImports:
                 row = entry.row
                 if entry.payload is not None and bodies is not None:
                     sid = entry.payload.session.id
-                    if rows.session_exists(conn, sid) and not overwrite:
+                    if not overwrite and _taken(conn, sid):
                         row = ItemRow(
                             row.item, row.fingerprint, SKIP_EXISTS, sid, "session id already exists"
                         )
@@ -110,6 +110,19 @@ class SQLiteImports:
 _Bodies = tuple[bytes, list[tuple[bool, str, bytes]]]
 
 
+def _taken(conn: apsw.Connection, session_id: str) -> bool:
+    """True when anything is stored under the id (snapshot, event log or audit rows)."""
+    if rows.session_exists(conn, session_id):
+        return True
+    for sql in (
+        "SELECT 1 FROM event_logs WHERE session_id = ?",
+        "SELECT 1 FROM tool_calls WHERE session_id = ? LIMIT 1",
+    ):
+        if conn.execute(sql, (session_id,)).fetchone() is not None:
+            return True
+    return False
+
+
 def _encode(payload: SessionImport) -> _Bodies:
     blob = snapshot.encode(payload.session)
     records: list[tuple[bool, str, bytes]] = []
@@ -126,12 +139,18 @@ def _write_session(conn: apsw.Connection, payload: SessionImport, bodies: _Bodie
     session = payload.session
     blob, records = bodies
     mtime_ns = payload.modified_at_ns
+    old = conn.execute(
+        "SELECT generation FROM event_logs WHERE session_id = ?", (session.id,)
+    ).fetchone()
     rows.delete_session_rows(conn, session.id)
+    generation = payload.generation or new_generation()
+    if old is not None and old[0] == generation:
+        generation = new_generation()  # a replaced log never keeps its generation
     if records:
         conn.execute(
             "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
             "VALUES (?, ?, 0, ?)",
-            (session.id, payload.generation or new_generation(), mtime_ns),
+            (session.id, generation, mtime_ns),
         )
     for is_gap, event_type, body in records:
         rows.append_record(
