@@ -408,12 +408,8 @@ def main() -> None:
 
 # -- commands from other modules ---------------------------------------------------------
 from cli.maintenance_cmd import backup, check, stats, vacuum  # noqa: E402
+from cli.migrate_cmd import export, migrate  # noqa: E402
 from cli.retention_cmd import prune, retention_group  # noqa: E402
 
-for _command in (check, stats, vacuum, backup, prune, retention_group):
-    cli.add_command(_command)
-
-from cli.migrate_cmd import export, migrate  # noqa: E402
-
-for _command in (migrate, export):
+for _command in (check, stats, vacuum, backup, prune, retention_group, migrate, export):
     cli.add_command(_command)
