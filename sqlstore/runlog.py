@@ -279,13 +279,22 @@ class RunLogWriter:
         self.close()
 
 
+def open_exclusive(path: Path) -> int:
+    """Create ``path`` for appending, mode 0600 whatever the umask; never reuse a file.
+
+    Raises:
+        FileExistsError: the path exists (a symlink there counts too).
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
+    fd = os.open(path, flags, RUNLOG_FILE_MODE)
+    os.fchmod(fd, RUNLOG_FILE_MODE)
+    return fd
+
+
 def _claim(directory: Path, run_id: str) -> int:
     if not run_id or "/" in run_id or run_id in (".", "..") or "\x00" in run_id:
         raise ValueError(f"run id {run_id!r} cannot be used as a file name")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
-    fd = os.open(directory / f"{run_id}{RUNLOG_SUFFIX}", flags, RUNLOG_FILE_MODE)
-    os.fchmod(fd, RUNLOG_FILE_MODE)  # whatever the umask
-    return fd
+    return open_exclusive(directory / f"{run_id}{RUNLOG_SUFFIX}")
 
 
 def _open_writer(directory: Path, run_id: str, fd: int, meta: dict[str, JSON]) -> RunLogWriter:

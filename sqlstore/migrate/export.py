@@ -43,7 +43,7 @@ from sqlstore.migrate.mecatl_source import (
 from sqlstore.migrate.runlog_mapping import runlog_from_session
 from sqlstore.model import JSON
 from sqlstore.ports import Store
-from sqlstore.runlog import BLOBS_SUFFIX, RUNLOG_FILE_MODE, RUNLOG_SUFFIX, Record
+from sqlstore.runlog import BLOBS_SUFFIX, RUNLOG_SUFFIX, Record, open_exclusive
 from sqlstore.session import Session
 
 EXPORT_DIR_MODE = 0o700
@@ -143,9 +143,8 @@ def _generation(cursor: str) -> str:
 
 
 def _write_file(path: Path, data: bytes) -> Path:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, RUNLOG_FILE_MODE)
+    fd = open_exclusive(path)
     try:
-        os.fchmod(fd, RUNLOG_FILE_MODE)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

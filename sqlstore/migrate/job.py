@@ -30,6 +30,7 @@ from sqlstore.migrate.items import (
     FORMAT_MECATL,
     FORMAT_RUNLOG,
     FORMATS,
+    Fingerprint,
     ItemBytes,
     ItemFailed,
     ItemSkipped,
@@ -189,7 +190,11 @@ def run_migration(
 
 def _plan(job: _Job, item: SourceItem) -> BatchEntry | None:
     """Read and map one item; return what to write, or None when nothing is to be written."""
-    data = read_item(item)
+    try:
+        data = read_item(item)
+    except OSError as exc:
+        zero = Fingerprint(0, 0, "")
+        return BatchEntry(ItemRow(item.name, zero, OUTCOME_FAILED, None, f"cannot read: {exc}"))
     fingerprint = data.fingerprint
     prev = job.rows.get(item.name)
     if prev is not None and prev.outcome == OUTCOME_IMPORTED:

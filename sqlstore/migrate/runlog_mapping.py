@@ -79,11 +79,11 @@ def session_from_runlog(
         extra={"runlog_meta": leftovers} if leftovers else {},
     )
     out = SessionImport(session=session, modified_at_ns=mtime_ns, warnings=warnings)
-    _replay(log, blobs, out)
+    _replay(log, blobs, out, path)
     return out
 
 
-def _replay(log: RunLog, blobs: Mapping[str, bytes], out: SessionImport) -> None:
+def _replay(log: RunLog, blobs: Mapping[str, bytes], out: SessionImport, path: str) -> None:
     session = out.session
     current: list[Message] = []
     requests: dict[str, tuple[str, ToolCallRecord]] = {}
@@ -95,7 +95,10 @@ def _replay(log: RunLog, blobs: Mapping[str, bytes], out: SessionImport) -> None
             _pair_tool_call(session.id, message, record.at, requests, out.audit)
         elif record.kind == "event":
             kind = record.payload.get("kind")
-            if kind in DROPPED_EVENT_KINDS or not isinstance(kind, str) or not kind:
+            if kind in DROPPED_EVENT_KINDS:
+                continue
+            if not isinstance(kind, str) or not kind:
+                out.warnings.append(LineProblem(path, record.line, "event without a kind skipped"))
                 continue
             text = record.payload.get("text", "")
             data = {k: v for k, v in record.payload.items() if k not in ("kind", "text")}
