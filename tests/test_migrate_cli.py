@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -109,3 +113,34 @@ def test_help_has_examples() -> None:
     for command in ("migrate", "export"):
         result = CliRunner().invoke(cli, [command, "--help"])
         assert result.exit_code == 0 and "Example" in result.output
+
+
+def test_progress_bar_appears_only_on_a_terminal(tmp_path: Path) -> None:
+    """On a pseudo-terminal the import shows a progress bar; piped output has none."""
+    repo = Path(__file__).resolve().parents[1]
+    command = [
+        sys.executable,
+        "-c",
+        "from cli.main import main; main()",
+        "--db",
+        str(tmp_path / "s.db"),
+        "migrate",
+        str(EXAMPLES / "runlogs"),
+    ]
+    master, slave = pty.openpty()
+    child = subprocess.Popen(command, cwd=repo, stdout=slave, stderr=slave, stdin=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO once the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert child.wait(timeout=60) == 0
+    assert b"Importing" in b"".join(chunks)
+    piped = subprocess.run([*command, "--overwrite"], cwd=repo, capture_output=True, check=True)
+    assert b"Importing" not in piped.stdout + piped.stderr
