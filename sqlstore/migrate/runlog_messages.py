@@ -84,7 +84,6 @@ def message_from_runlog(payload: dict[str, JSON], at: str, blobs: Mapping[str, b
                     )
                 )
     role = ROLE_OF_TYPE.get(mtype, "user")
-    message = Message(role=role, text=text, parts=parts, extra=extra)
     if mtype == "reasoning":
         return Message(role="assistant", reasoning=text, parts=parts, extra=extra)
     activity = payload.get("activity")
@@ -92,7 +91,7 @@ def message_from_runlog(payload: dict[str, JSON], at: str, blobs: Mapping[str, b
         if activity is not None:
             fields["activity"] = activity
             extra["runlog_fields"] = fields
-        return message
+        return Message(role=role, text=text, parts=parts, extra=extra)
     rest = dict(activity)
     kind = activity.get("kind")
     call_id = _pop_str(rest, "id")
@@ -112,7 +111,7 @@ def message_from_runlog(payload: dict[str, JSON], at: str, blobs: Mapping[str, b
         outcome = ToolResult(call_id=call_id, content=content, is_error=failure not in ("", None))
         return Message(role="tool", text=text, tool_result=outcome, parts=parts, extra=extra)
     extra["runlog_activity"] = dict(activity)
-    return Message(role=message.role, text=text, parts=parts, extra=extra)
+    return Message(role=role, text=text, parts=parts, extra=extra)
 
 
 def _pop_str(rest: dict[str, JSON], key: str) -> str:
