@@ -6,52 +6,30 @@ caught once, in :class:`SqlstoreGroup`, and printed as ``Error: …`` plus
 ``Hint: …`` with exit status 1; click's usage errors exit 2.
 
 Shared state lives in :mod:`cli.context` (read its docstring before writing a
-command module). Session commands are below; maintenance commands are in
-:mod:`cli.maintenance_cmd`; ``prune``/``retention`` and ``migrate``/``export``
-come from their own modules and are registered at the bottom of this file.
+command module). ``init`` is below; the session commands are in
+:mod:`cli.session_cmd`, the maintenance commands in :mod:`cli.maintenance_cmd`,
+``prune``/``retention`` in :mod:`cli.retention_cmd` and ``migrate``/``export`` in
+:mod:`cli.migrate_cmd`; all are registered at the bottom of this file.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import signal
-import threading
 import traceback
-from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import click
 
 import sqlstore
-from cli import render
 from cli.context import (
     DB_ENVVAR,
     DEFAULT_DB,
-    DURATION,
     CliContext,
-    Refused,
     get_cli,
     json_option,
     pass_cli,
-    stdin_is_terminal,
 )
-from sqlstore import clock, snapshot
-from sqlstore.errors import MetadataCursorRestart, StoreError
-from sqlstore.inventory import SessionMeta
-from sqlstore.model import Kind, Principal, State
-
-LS_PAGE_SIZE = 200
-"""Rows fetched per ``sessions.page`` call while listing."""
-
-LS_DEFAULT_LIMIT = 100
-"""Rows ``sqlstore ls`` prints unless ``--limit`` says otherwise."""
-
-LS_MAX_RESTARTS = 5
-"""Times ``sqlstore ls`` restarts paging when concurrent writes invalidate its cursor."""
+from sqlstore.errors import StoreError
 
 
 class SqlstoreGroup(click.Group):
@@ -124,283 +102,6 @@ def init(cli: CliContext) -> None:
     cli.emit(doc, [f"{verb} sqlstore database {cli.db}"])
 
 
-def parse_owner(subject: str | None, issuer: str | None) -> tuple[Principal | None, bool]:
-    """Return the ``page`` owner scope for ``--owner``/``--issuer`` (scoped only with issuer)."""
-    if subject is None:
-        if issuer is not None:
-            raise click.UsageError("--issuer needs --owner")
-        return None, False
-    if issuer is None:
-        return None, False
-    return Principal(issuer=issuer, subject=subject), True
-
-
-def iter_sessions(
-    cli: CliContext,
-    store: Any,
-    *,
-    owner: Principal | None,
-    enforce_owner: bool,
-) -> Iterator[tuple[SessionMeta, int]]:
-    """Yield (row, total) newest first through the store's keyset pager ``sessions.page``.
-
-    A save or delete by another process while paging invalidates the page cursor
-    (``MetadataCursorRestart``); the listing then restarts from the newest row and
-    skips ids it already yielded, up to ``LS_MAX_RESTARTS`` times.
-    """
-    cursor: str | None = None
-    seen: set[str] = set()
-    restarts = 0
-    while True:
-        try:
-            page = store.sessions.page(
-                LS_PAGE_SIZE, cursor, owner=owner, enforce_owner=enforce_owner
-            )
-        except MetadataCursorRestart:
-            restarts += 1
-            if restarts > LS_MAX_RESTARTS:
-                raise
-            cli.note("the inventory changed while listing; restarting from the newest row")
-            cursor = None
-            continue
-        cli.note(f"page: {len(page.sessions)} rows of {page.total}")
-        for meta in page.sessions:
-            if meta.id not in seen:
-                seen.add(meta.id)
-                yield meta, page.total
-        if page.next_cursor is None:
-            return
-        cursor = page.next_cursor
-
-
-@cli.command("ls", short_help="List sessions, newest first.")
-@click.option("--state", "states", multiple=True, type=click.Choice([s.value for s in State]))
-@click.option("--kind", "kinds", multiple=True, type=click.Choice([k.value for k in Kind]))
-@click.option("--owner", metavar="SUBJECT", help="Only sessions of this owner subject.")
-@click.option("--issuer", metavar="ISSUER", help="With --owner: the owner's issuer.")
-@click.option("--older-than", type=DURATION, help="Last written more than this long ago.")
-@click.option("--newer-than", type=DURATION, help="Last written within this long.")
-@click.option(
-    "--limit",
-    type=click.IntRange(min=0),
-    default=LS_DEFAULT_LIMIT,
-    show_default=True,
-    help="Most rows to print (0: all).",
-)
-@json_option
-@pass_cli
-def ls_cmd(
-    cli: CliContext,
-    states: tuple[str, ...],
-    kinds: tuple[str, ...],
-    owner: str | None,
-    issuer: str | None,
-    older_than: timedelta | None,
-    newer_than: timedelta | None,
-    limit: int,
-) -> None:
-    """List sessions, newest first (by last write).
-
-    --state and --kind may be repeated. --owner alone matches the subject under
-    any issuer; with --issuer it uses the store's owner index.
-
-    Example:
-
-    \b
-        sqlstore ls --kind subagent --state failed --older-than 7d --limit 20
-    """
-    scope, enforce = parse_owner(owner, issuer)
-    now = clock.now()
-    rows: list[SessionMeta] = []
-    total = 0
-    more = False
-    with cli.open_store(readonly=True) as store:
-        for meta, page_total in iter_sessions(cli, store, owner=scope, enforce_owner=enforce):
-            total = page_total
-            age = now - meta.modified_at
-            if newer_than is not None and age > newer_than:
-                break  # newest first: every following row is older still
-            if older_than is not None and age <= older_than:
-                continue
-            if states and meta.state.value not in states:
-                continue
-            if kinds and meta.kind.value not in kinds:
-                continue
-            if owner is not None and (meta.owner is None or meta.owner.subject != owner):
-                continue
-            if limit and len(rows) >= limit:
-                more = True
-                break
-            rows.append(meta)
-
-    def human() -> Iterator[str]:
-        if not rows:
-            yield "No sessions match."
-            return
-        yield from render.session_rows(rows)
-        if more:
-            yield f"(first {limit} shown; {total} stored; raise --limit to see more)"
-
-    cli.emit([m.to_json() for m in rows], human)
-
-
-@cli.command(short_help="Show a session's summary and conversation.")
-@click.argument("session_id", metavar="ID")
-@json_option
-@pass_cli
-def show(cli: CliContext, session_id: str) -> None:
-    """Show one session: a summary, then the conversation (--json: the snapshot JSON).
-
-    Example:
-
-    \b
-        sqlstore show 20250101-120000
-    """
-    with cli.open_store(readonly=True) as store:
-        session = store.sessions.load(session_id)
-        meta = store.sessions.meta(session_id)
-    if cli.json:
-        click.echo(json.dumps(snapshot.to_json(session), ensure_ascii=False, indent=2))
-        return
-    for line in render.session_summary(session, meta):
-        click.echo(line)
-    for line in render.conversation(session.messages):
-        click.echo(line)
-
-
-@contextlib.contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Set ``stop`` on SIGINT/SIGTERM while the block runs (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-@cli.command(short_help="Print a session's event log as JSON Lines.")
-@click.argument("session_id", metavar="ID")
-@click.option("--after", default="", metavar="CURSOR", help="Start after this cursor.")
-@click.option("-f", "--follow", is_flag=True, help="Keep printing new records (Ctrl-C stops).")
-@click.option("--limit", type=click.IntRange(min=0), default=0, help="Most records (0: all).")
-@click.option("--type", "types", multiple=True, metavar="TYPE", help="Only this event type.")
-@json_option
-@pass_cli
-def events(
-    cli: CliContext,
-    session_id: str,
-    after: str,
-    follow: bool,
-    limit: int,
-    types: tuple[str, ...],
-) -> None:
-    """Print a session's event log as JSON Lines, each record with its cursor.
-
-    Pass a record's "cursor" to --after to resume strictly after it. With
-    --follow, new records are printed as they are appended until Ctrl-C (exit 0).
-    --type may be repeated; it hides gaps and other types (--limit then counts
-    printed records).
-
-    Example:
-
-    \b
-        sqlstore events 20250101-120000 --after "$CURSOR" --follow --type tool.call
-    """
-    stop = threading.Event()
-    printed = 0
-    guard = stop_on_signals(stop) if follow else contextlib.nullcontext()
-    with cli.open_store(readonly=True) as store, guard:
-        records = store.events.read_after(
-            session_id, after, limit=0 if types else limit, follow=follow, stop=stop
-        )
-        try:
-            for rec in records:
-                if types and (rec.event is None or rec.event.type not in types):
-                    continue
-                click.echo(render.json_line(rec.to_json()))
-                printed += 1
-                if types and limit and printed >= limit:
-                    break
-        except KeyboardInterrupt:
-            if not follow:
-                raise
-            stop.set()  # a Ctrl-C that slipped past the handler still ends a follow cleanly
-        finally:
-            close = getattr(records, "close", None)
-            if close is not None:
-                close()  # release the follower's connection at once
-    cli.note(f"{printed} records")
-
-
-@cli.command(short_help="Show a session's tool-call audit trail.")
-@click.argument("session_id", metavar="ID")
-@click.option("--tool", "tools", multiple=True, metavar="TOOL", help="Only this tool.")
-@click.option("--errors", "errors_only", is_flag=True, help="Only calls that failed.")
-@json_option
-@pass_cli
-def audit(cli: CliContext, session_id: str, tools: tuple[str, ...], errors_only: bool) -> None:
-    """Show a session's tool-call audit trail, in record order.
-
-    Example:
-
-    \b
-        sqlstore audit 20250101-120000 --tool bash --errors
-    """
-    with cli.open_store(readonly=True) as store:
-        records = store.audit.list(session_id)
-    chosen = [
-        r for r in records if (not tools or r.tool in tools) and (not errors_only or r.is_error)
-    ]
-
-    def human() -> Iterator[str]:
-        if not chosen:
-            yield "No tool calls match."
-            return
-        yield from render.audit_rows(chosen)
-
-    cli.emit([r.to_json() for r in chosen], human)
-
-
-@cli.command(short_help="Delete sessions with their events and audit rows.")
-@click.argument("session_ids", metavar="ID...", nargs=-1, required=True)
-@click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
-@json_option
-@pass_cli
-def rm(cli: CliContext, session_ids: tuple[str, ...], yes: bool) -> None:
-    """Delete sessions: snapshot, events and audit rows, each in one transaction.
-
-    Every id must exist, or nothing is deleted. On a terminal it asks first;
-    elsewhere (scripts, pipes) it refuses unless --yes is given.
-
-    Example:
-
-    \b
-        sqlstore rm 20250101-120000 20250102-080000 --yes
-    """
-    ids = list(dict.fromkeys(session_ids))
-    with cli.open_store() as store:
-        for session_id in ids:
-            store.sessions.meta(session_id)  # SessionNotFound before anything is deleted
-        if not yes:
-            if not stdin_is_terminal():
-                raise Refused(
-                    "refusing to delete without confirmation: standard input is not a terminal",
-                    hint="Pass --yes to delete without asking.",
-                )
-            click.confirm(f"Delete {len(ids)} session(s): {', '.join(ids)}?", abort=True)
-        for session_id in ids:
-            store.sessions.delete(session_id)
-    cli.emit({"deleted": ids}, [f"Deleted {session_id}" for session_id in ids])
-
-
 def main() -> None:
     """Run the console script ``sqlstore``."""
     cli(prog_name="sqlstore")
@@ -410,6 +111,12 @@ def main() -> None:
 from cli.maintenance_cmd import backup, check, stats, vacuum  # noqa: E402
 from cli.migrate_cmd import export, migrate  # noqa: E402
 from cli.retention_cmd import prune, retention_group  # noqa: E402
+from cli.session_cmd import audit, events, ls_cmd, rm, show  # noqa: E402
 
-for _command in (check, stats, vacuum, backup, prune, retention_group, migrate, export):
+for _command in (
+    *(ls_cmd, show, events, audit, rm),
+    *(check, stats, vacuum, backup),
+    *(prune, retention_group),
+    *(migrate, export),
+):
     cli.add_command(_command)

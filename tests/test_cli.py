@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 from freezegun import freeze_time
 
-import cli.main as cli_main
+import cli.session_cmd as session_cmd
 import sqlstore
 from cli.context import DURATION
 from cli.main import cli
@@ -243,7 +243,7 @@ def test_ls_age_filters(tmp_path: Path) -> None:
 
 def test_ls_limit_and_paging(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`ls` pages through the store (small pages) and stops at --limit; 0 shows all."""
-    monkeypatch.setattr(cli_main, "LS_PAGE_SIZE", 2)
+    monkeypatch.setattr(session_cmd, "LS_PAGE_SIZE", 2)
     with SQLiteStore(db) as store:
         for i in range(5):
             store.sessions.save(Session.new(f"x{i}"))
@@ -526,7 +526,7 @@ def test_ls_restarts_when_inventory_changes_while_paging(
     """A save by another store between pages restarts the listing without duplicates."""
     from sqlstore.sqlite.sessions import SQLiteSessions
 
-    monkeypatch.setattr(cli_main, "LS_PAGE_SIZE", 1)
+    monkeypatch.setattr(session_cmd, "LS_PAGE_SIZE", 1)
     original = SQLiteSessions.page
     calls: list[int] = []
 
