@@ -4,7 +4,7 @@ Each role prints machine-readable lines on stdout and flushes after every line, 
 the parent knows exactly which calls had returned when it killed the child.
 
 Roles:
-    writer DB MODE THREADS DURABILITY   append (and save/record in mode "mixed") forever
+    writer DB MODE THREADS DURABILITY   append (save/record: "mixed"; build/delete: "churn")
     locker DB HOLD_S                    hold BEGIN IMMEDIATE for HOLD_S s (or until stdin says go)
     diskfull DB EXTRA_BYTES             write under RLIMIT_FSIZE until the store refuses
     hammer DB WORKER SECONDS OUT        2 threads of random create/save/append/delete/record
@@ -69,15 +69,40 @@ def _writer_thread(store: SQLiteStore, index: int, mode: str) -> None:
             audit_n += 1
 
 
+CHURN_EVENTS = 12
+CHURN_AUDITS = 3
+
+
+def _churn_thread(store: SQLiteStore, index: int) -> None:
+    """Build whole sessions and delete older ones; each step acknowledged when complete.
+
+    Ids carry the process id, so a restarted child never appends to a log that a
+    killed one left half-built.
+    """
+    n = 0
+    prefix = f"c{index}-{os.getpid()}"
+    while True:
+        sid = f"{prefix}-{n}"
+        for seq in range(CHURN_EVENTS):
+            store.events.append_event(sid, Event("tick", seq=seq, text="z" * 16_000))
+        for call in range(CHURN_AUDITS):
+            store.audit.record(ToolCallRecord(session_id=sid, call_id=str(call), tool="churn"))
+        store.sessions.create(Session.new(sid, title="complete"))
+        emit("C", sid)
+        if n >= 2:
+            store.sessions.delete(f"{prefix}-{n - 2}")
+            emit("D", f"{prefix}-{n - 2}")
+        n += 1
+
+
 def writer(db: str, mode: str, threads: str, durability: str) -> None:
     """Write forever from ``threads`` threads, acknowledging every returned call."""
     emit("START")
     store = SQLiteStore(db, durability="full" if durability == "full" else "normal")
     emit("READY")
-    workers = [
-        threading.Thread(target=_writer_thread, args=(store, i, mode), daemon=True)
-        for i in range(int(threads))
-    ]
+    target = _churn_thread if mode == "churn" else _writer_thread
+    args = [(store, i) if mode == "churn" else (store, i, mode) for i in range(int(threads))]
+    workers = [threading.Thread(target=target, args=a, daemon=True) for a in args]
     for worker in workers:
         worker.start()
     for worker in workers:

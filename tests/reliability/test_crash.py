@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from sqlstore import Event, SQLiteStore
+from sqlstore import Event, Session, SQLiteStore
 
+from .child import CHURN_AUDITS, CHURN_EVENTS
 from .helpers import integrity, spawn
 
 pytestmark = pytest.mark.slow
@@ -39,6 +40,8 @@ class Acks:
     events: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     snapshots: dict[int, list[int]] = field(default_factory=dict)
     audits: dict[int, list[int]] = field(default_factory=dict)
+    built: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
     total: int = 0
 
 
@@ -91,6 +94,10 @@ def _run_and_kill(db: Path, mode: str, threads: int, durability: str, rng: rando
             acks.snapshots.setdefault(int(parts[1]), []).append(int(parts[2]))
         elif parts[0] == "A":
             acks.audits.setdefault(int(parts[1]), []).append(int(parts[2]))
+        elif parts[0] == "C":
+            acks.built.append(parts[1])
+        elif parts[0] == "D":
+            acks.deleted.append(parts[1])
         else:
             continue
         acks.total += 1
@@ -133,12 +140,36 @@ def _audit_after_kill(db: Path, acks: Acks, threads: int) -> int:
     return seen
 
 
+def _audit_churn_after_kill(db: Path, acks: Acks, built: set[str]) -> int:
+    """Every session is whole or gone: a delete never leaves part of a session behind."""
+    assert integrity(db) == ["ok"]
+    built.update(acks.built)
+    with SQLiteStore(db) as store:
+        present = {s.id for s in store.sessions.list()}
+        for sid in acks.deleted:
+            assert sid not in present, f"{sid} came back after an acknowledged delete"
+            assert list(store.events.read(sid)) == [], f"{sid}: events survived its delete"
+            assert store.audit.list(sid) == [], f"{sid}: audit rows survived its delete"
+        for sid in built:
+            events = [e.seq for e in store.events.read(sid)]
+            calls = [r.call_id for r in store.audit.list(sid)]
+            if sid in present:
+                assert events == list(range(CHURN_EVENTS)), f"{sid}: partial log {events}"
+                assert calls == [str(c) for c in range(CHURN_AUDITS)], f"{sid}: partial audit"
+            else:
+                assert events == [] and calls == [], f"{sid}: half-deleted ({events}, {calls})"
+        store.sessions.save(Session.new("after-crash"))
+        store.sessions.delete("after-crash")
+        return len(present)
+
+
 @pytest.mark.parametrize(
     ("mode", "threads", "durability", "kills"),
     [
         ("events", 2, "full", 8),
         ("events", 1, "normal", 6),
         ("mixed", 3, "full", 8),
+        ("churn", 2, "full", 6),
     ],
 )
 def test_sigkill_keeps_every_acknowledged_record(
@@ -151,13 +182,17 @@ def test_sigkill_keeps_every_acknowledged_record(
     db.parent.mkdir()
     acknowledged = 0
     seen = 0
+    built: set[str] = set()
     for round_no in range(kills):
         acks = _run_and_kill(db, mode, threads, durability, rng)
         acknowledged += acks.total
         if not db.exists():
             continue  # killed before the file existed: nothing was acknowledged
         try:
-            seen = _audit_after_kill(db, acks, threads)
+            if mode == "churn":
+                seen = _audit_churn_after_kill(db, acks, built)
+            else:
+                seen = _audit_after_kill(db, acks, threads)
         except AssertionError as exc:
             raise AssertionError(f"seed {seed}, kill {round_no + 1}: {exc}") from exc
     assert acknowledged > 0, f"seed {seed}: the writers never acknowledged anything"
