@@ -241,12 +241,15 @@ class MemorySessions:
             self._s.inventory_generation += 1
 
     def delete_if_unchanged(self, expected: SessionMeta) -> bool:
-        """Delete only if the stored row still matches ``expected``; return whether it did."""
+        """Delete only if the row still matches ``expected`` and no lease is live; report it."""
         validate_session_id(expected.id)
         with self._s.lock:
             self._s.check_open()
             stored = self._s.sessions.get(expected.id)
             if stored is None or not rows_match(stored.meta, expected):
+                return False
+            lease = self._s.leases.get(expected.id)
+            if lease is not None and lease[2] > clock.now_ns():
                 return False
             self._drop(expected.id)
             return True

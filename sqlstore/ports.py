@@ -57,7 +57,7 @@ class SessionStore(Protocol):
         """Stream every inventory row, oldest first by (modified_at, id), in bounded memory."""
 
     def delete_if_unchanged(self, expected: SessionMeta) -> bool:
-        """Delete the session only if its row still equals ``expected``; report whether it did."""
+        """Delete only if the row still equals ``expected`` and no lease is live; report it."""
 
     def load_or_fold(self, session_id: str, seed: object) -> Session:
         """Return the snapshot, or rebuild the session from its event log with ``seed``."""

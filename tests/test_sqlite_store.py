@@ -57,7 +57,7 @@ def test_schema_loader_reads_root_schema() -> None:
 
 
 def test_new_file_is_wal_incremental_and_stamped(tmp_path: Path) -> None:
-    """A new store file is in WAL mode with incremental auto-vacuum, our application id and version."""
+    """A new store file is WAL with incremental auto-vacuum, our application id and version."""
     path = tmp_path / "s.db"
     SQLiteStore(path).close()
     conn = apsw.Connection(str(path))
@@ -276,3 +276,19 @@ def test_iter_meta_streams_oldest_first(tmp_path: Path) -> None:
         finally:
             sessions_module.ITER_META_PAGE_ROWS = old
         assert ids == [f"s{n:02d}" for n in range(25)]
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_delete_if_unchanged_spares_a_leased_session(tmp_path: Path, backend: str) -> None:
+    """A live lease makes delete_if_unchanged return False; after release it deletes."""
+    from datetime import timedelta
+
+    store = sqlstore.MemoryStore() if backend == "memory" else SQLiteStore(tmp_path / "a.db")
+    with store:
+        store.sessions.save(Session.new("a"))
+        row = store.sessions.meta("a")
+        lease = store.leases.acquire("a", "worker", timedelta(minutes=5))
+        assert store.sessions.delete_if_unchanged(row) is False
+        assert store.sessions.load("a").id == "a"
+        store.leases.release(lease)
+        assert store.sessions.delete_if_unchanged(row) is True

@@ -210,7 +210,9 @@ class SQLiteSessions:
         """Delete the session only if its row still matches ``expected`` (one transaction).
 
         Compares id, modified_at, version, state, kind, relationship and owner.
-        Returns True when it deleted, False (changing nothing) otherwise.
+        A session with a live lease counts as changed (the lease holder is working
+        on it), checked in the same transaction. Returns True when it deleted,
+        False (changing nothing) otherwise.
         """
         validate_session_id(expected.id)
 
@@ -219,6 +221,12 @@ class SQLiteSessions:
                 f"SELECT {rows.META_COLUMNS} FROM sessions WHERE id = ?", (expected.id,)
             ).fetchone()
             if row is None or not rows_match(rows.meta_from_row(row), expected):
+                return False
+            leased = conn.execute(
+                "SELECT 1 FROM leases WHERE name = ? AND owner IS NOT NULL AND expires_at_ns > ?",
+                (expected.id, clock.now_ns()),
+            ).fetchone()
+            if leased is not None:
                 return False
             rows.delete_session_rows(conn, expected.id)
             return True
