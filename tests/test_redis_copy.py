@@ -149,3 +149,51 @@ def test_bad_arguments_are_refused(redis_store: RedisStore) -> None:
         copy_store(MemoryStore(), redis_store, batch=0)
     with pytest.raises(MigrationError):
         copy_store(redis_store, redis_store)
+
+
+CHILD = """
+import sys
+from sqlstore import SQLiteStore
+from sqlstore.redis import RedisStore, copy_store
+
+def progress(done):
+    print(done, flush=True)
+
+with SQLiteStore(sys.argv[1]) as src, RedisStore(sys.argv[2]) as dst:
+    copy_store(src, dst, batch=1, progress=progress)
+print("finished", flush=True)
+"""
+
+
+def test_copy_killed_mid_way_leaves_whole_sessions(
+    sqlite_store: SQLiteStore,
+    redis_store: RedisStore,
+    redis_url: str,  # noqa: F811
+) -> None:
+    """A copy process killed with SIGKILL leaves only whole sessions; a rerun completes it."""
+    import subprocess
+    import sys
+
+    fill(sqlite_store, 40)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(sqlite_store.path), redis_url],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        first = child.stdout.readline()  # one session copied: kill it somewhere after that
+        assert first.strip() == "1"
+        child.kill()
+    finally:
+        child.wait(30)
+        if child.stdout is not None:
+            child.stdout.close()
+    copied = {s.id for s in redis_store.sessions.list()}
+    assert copied, "the first session was reported copied"
+    for sid in copied:
+        assert len(list(redis_store.events.read_after(sid))) == 3
+        assert len(redis_store.audit.list(sid)) == 1
+    report = copy_store(sqlite_store, redis_store)
+    assert report.copied + report.skipped["already_imported"] == 40
+    assert_same_contents(sqlite_store, redis_store)
