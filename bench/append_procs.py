@@ -2,7 +2,8 @@
 
 Run: ``python bench/append_procs.py [--procs 4] [--seconds S] [--quick]``.
 
-Each repetition measures the raw loop (200-byte ``write`` + ``fsync``), then
+Each repetition measures the raw loop (200-byte ``write`` + ``fsync``; the mean
+of one run just before and one just after, as the machine is shared), and
 starts ``--procs`` processes (``multiprocessing`` spawn), each with its own
 ``SQLiteStore`` on the same file, appending ~200-byte events to its own session
 for ``--seconds`` (all start at the same instant). Reported: total appends/s ÷
@@ -131,8 +132,9 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     with work_dir(args, "procs") as directory:
         for rep in range(size["reps"]):
-            raws.append(raw_fsync_rate(directory, size["raw"]))
+            before = raw_fsync_rate(directory, size["raw"])
             runs.append(run_procs(directory, size["procs"], size["seconds"], str(rep)))
+            raws.append((before + raw_fsync_rate(directory, size["raw"])) / 2)
     ratios = [run["rate"] / raw for run, raw in zip(runs, raws, strict=True)]
     ratio = median(ratios)
     locked = sum(run["locked"] for run in runs)

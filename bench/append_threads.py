@@ -2,7 +2,8 @@
 
 Run: ``python bench/append_threads.py [--threads 8] [--seconds S] [--quick]``.
 
-Each repetition measures the raw loop (200-byte ``write`` + ``fsync``), then
+Each repetition measures the raw loop (200-byte ``write`` + ``fsync``; the mean
+of one run just before and one just after, as the machine is shared), and
 starts ``--threads`` threads on one ``SQLiteStore`` (``durability="full"``), each
 appending ~200-byte events to its own session for ``--seconds``. Reported:
 total appends/s ÷ raw records/s, the slowest thread's count ÷ the fair share
@@ -103,8 +104,9 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     with work_dir(args, "threads") as directory:
         for rep in range(size["reps"]):
-            raws.append(raw_fsync_rate(directory, size["raw"]))
+            before = raw_fsync_rate(directory, size["raw"])
             runs.append(run_threads(directory, size["threads"], size["seconds"], str(rep)))
+            raws.append((before + raw_fsync_rate(directory, size["raw"])) / 2)
     ratios = [run["rate"] / raw for run, raw in zip(runs, raws, strict=True)]
     ratio = median(ratios)
     share = median([run["slowest_share"] for run in runs])

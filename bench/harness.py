@@ -18,7 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -153,7 +153,7 @@ class RawLog:
 
 
 def interleave(
-    runners: dict[str, Callable[[int], None]], total: int, block: int
+    runners: Mapping[str, Callable[[int], None]], total: int, block: int
 ) -> dict[str, float]:
     """Run every runner for ``total`` operations, alternating in blocks; return ops/s of each.
 
