@@ -357,3 +357,26 @@ def test_unknown_kind_is_kept_for_export_and_imported_as_unknown(tmp_path: Path)
     assert session.kind is Kind.UNKNOWN and session.relationship.is_empty()
     assert session.extra["mecatl_kind"] == "debug"
     assert session.extra["mecatl_relationship"] == {"target": "x"}
+
+
+def test_audit_lines_naming_another_session_are_reported(tmp_path: Path) -> None:
+    """A tools line whose session_id differs is imported under the snapshot id, with a warning."""
+    tools = [
+        {
+            "type": "tool_call",
+            "time": "2026-11-29T10:01:02Z",
+            "session_id": "else",
+            "call_id": "c",
+            "tool": "t",
+            "args": {},
+            "result": "",
+            "is_error": False,
+            "queued_micros": 0,
+            "took_micros": 0,
+        }
+    ]
+    write_family(tmp_path, snapshot("own"), tools=tools)
+    store = MemoryStore()
+    report = run_migration(store, tmp_path)
+    assert [r.session_id for r in store.audit.list("own")] == ["own"]
+    assert any("differs from the snapshot" in w for w in report.warnings)

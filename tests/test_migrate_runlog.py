@@ -280,3 +280,16 @@ def test_a_jsonl_file_without_meta_is_skipped_with_a_reason(tmp_path: Path) -> N
     report = run_migration(MemoryStore(), tmp_path, fmt="runlog")
     assert report.skipped["not_a_session"] == 1 and report.ok
     assert "meta" in report.items[0].detail
+
+
+def test_symlinked_run_logs_are_not_followed(tmp_path: Path) -> None:
+    """A symbolic link in the source is skipped with a reason, never read."""
+    source = tmp_path / "src"
+    source.mkdir()
+    write_run(source, "real", [rec("meta", 1, meta("real")), rec("result", 2, {"code": 0})])
+    outside = write_run(tmp_path, "outside", [rec("meta", 1, meta("outside"))])
+    (source / "link.jsonl").symlink_to(outside)
+    store = MemoryStore()
+    report = run_migration(store, source)
+    assert [s.id for s in store.sessions.list()] == ["real"]
+    assert ("link.jsonl", "not_a_session") in [(i.item, i.outcome) for i in report.items]

@@ -123,7 +123,7 @@ def export_sessions(
                 generation = _generation(records[0].cursor) if records else ""
                 lines = [dumps_line(audit_to_mecatl(a)) for a in audit]
                 written = _write_mecatl(folder, session, modified_at, log, generation, lines)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, TypeError) as exc:  # TypeError: a malformed stored event
             report.failed.append((session_id, str(exc)))
             continue
         for path in written:

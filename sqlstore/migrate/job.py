@@ -210,7 +210,7 @@ def _plan(job: _Job, item: SourceItem) -> BatchEntry | None:
         _check_encodable(payload)
     except ItemSkipped as skip:
         return BatchEntry(ItemRow(item.name, fingerprint, skip.reason, None, skip.detail))
-    except (ItemFailed, ValueError, SnapshotError, InvalidEvent) as exc:
+    except (ItemFailed, ValueError, TypeError, SnapshotError, InvalidEvent) as exc:
         return BatchEntry(ItemRow(item.name, fingerprint, OUTCOME_FAILED, None, str(exc)))
     sid = payload.session.id
     other = job.seen.get(sid) or job.owner_of.get(sid)

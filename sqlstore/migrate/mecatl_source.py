@@ -191,8 +191,14 @@ def _read_events(raw: bytes, where: str, out: SessionImport) -> None:
 def _read_tools(raw: bytes, where: str, out: SessionImport) -> None:
     parsed = parse_jsonl(raw, where)
     out.warnings.extend(parsed.problems)
+    session_id = out.session.id
     for line, value in parsed.lines:
         try:
-            out.audit.append(audit_from_mecatl(value, out.session.id))
+            out.audit.append(audit_from_mecatl(value, session_id))
         except (MappingError, TypeError, ValueError) as exc:
             out.warnings.append(LineProblem(where, line, f"audit record skipped: {exc}"))
+            continue
+        named = value.get("session_id") if isinstance(value, dict) else None
+        if isinstance(named, str) and named != session_id:
+            problem = f"session_id {named!r} differs from the snapshot's; imported under the latter"
+            out.warnings.append(LineProblem(where, line, problem))

@@ -35,6 +35,8 @@ def scan_runlogs(root: Path) -> tuple[list[SourceItem], list[tuple[str, str]]]:
             items.append(SourceItem(name, tuple(files)))
         elif name.endswith(BLOB_DIR_SUFFIX) and name[: -len(BLOB_DIR_SUFFIX)] in stems:
             continue
+        elif path.is_symlink():
+            skipped.append((name, "a symbolic link (not followed)"))
         elif path.is_dir():
             skipped.append((name + "/", "a directory, not a run log"))
         else:
