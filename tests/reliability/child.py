@@ -10,6 +10,8 @@ Roles:
     hammer DB WORKER SECONDS OUT        2 threads of random create/save/append/delete/record
     umask DB BASE                       create a store under umask 0, print the modes
     probe DB                            open, read, write; print what happened as JSON
+    opener DB GO_FILE                   wait for GO_FILE, then open/create the store and write
+    init_full DB LIMIT_BYTES            create a new store under a tiny RLIMIT_FSIZE
 """
 
 from __future__ import annotations
@@ -223,6 +225,37 @@ def hammer(db: str, worker: str, seconds: str, out_path: str) -> None:
     emit("DONE")
 
 
+def opener(db: str, go_file: str) -> None:
+    """Wait for ``go_file``, then open (and maybe create) the store and write to it."""
+    emit("WAITING")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go_file) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    try:
+        with SQLiteStore(db) as store:
+            store.sessions.create(Session.new(f"o{os.getpid()}"))
+            store.events.append_event("shared", Event("hello", text=str(os.getpid())))
+        emit("OK")
+    except StoreError as exc:
+        emit("ERROR", type(exc).__name__, str(exc))
+    except Exception as exc:  # a raw error is the finding
+        emit("RAW", type(exc).__name__, str(exc))
+
+
+def init_full(db: str, limit_bytes: str) -> None:
+    """Create a new store under a tiny RLIMIT_FSIZE; report the error class."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(limit_bytes), resource.RLIM_INFINITY))
+    try:
+        with SQLiteStore(db) as store:
+            store.sessions.create(Session.new("x"))
+        emit(json.dumps(["ok", "", ""]))
+    except StoreError as exc:
+        emit(json.dumps([type(exc).__name__, str(exc), exc.hint]))
+    except Exception as exc:  # a raw error is the finding
+        emit(json.dumps(["RAW " + type(exc).__name__, str(exc), ""]))
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -268,6 +301,8 @@ ROLES: dict[str, Callable[..., None]] = {
     "diskfull": diskfull,
     "hammer": hammer,
     "umask": umask,
+    "opener": opener,
+    "init_full": init_full,
     "probe": probe,
 }
 

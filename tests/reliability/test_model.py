@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from freezegun import freeze_time
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -40,6 +41,8 @@ from sqlstore import (
     snapshot,
 )
 from sqlstore.errors import StoreError
+
+pytestmark = pytest.mark.slow
 
 IDS = st.sampled_from(["a", "b", "a'b", "é", "a" * 300])
 OWNERS = st.sampled_from([None, Principal(issuer="i", subject="u1"), Principal("i", "u2")])
