@@ -357,3 +357,16 @@ def test_out_of_memory_create_leaves_nothing(tiny_server: RedisServer) -> None:
         with pytest.raises(SessionAlreadyExists):
             opened.sessions.create(Session.new("late"))
         assert [s.id for s in opened.sessions.list()] == ["late"]
+
+
+def test_live_lease_blocks_conditional_delete(store: RedisStore) -> None:
+    """delete_if_unchanged spares a session with a live lease, and deletes it once released."""
+    store.sessions.save(Session.new("leased"))
+    row = store.sessions.meta("leased")
+    lease = store.leases.acquire("leased", "worker", timedelta(minutes=5))
+    assert store.sessions.delete_if_unchanged(row) is False
+    assert store.sessions.meta("leased") == row
+    store.leases.release(lease)
+    assert store.sessions.delete_if_unchanged(row) is True
+    with pytest.raises(SessionNotFound):
+        store.sessions.load("leased")

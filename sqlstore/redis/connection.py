@@ -16,6 +16,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 import redis.exceptions
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from sqlstore.errors import (
     StoreClosed,
@@ -35,6 +37,9 @@ MIN_SERVER_VERSION = (7, 0)
 
 SOCKET_TIMEOUT_S = 60.0
 """How long one reply may take (follow slices block far shorter than this)."""
+
+HEALTH_CHECK_S = 10
+"""A pooled connection idle this long is PINGed before reuse (drops stale ones safely)."""
 
 
 def split_url(url: str) -> tuple[str, str | None]:
@@ -109,8 +114,14 @@ class Connection:
         """
         plain, url_prefix = split_url(url)
         chosen = prefix if prefix is not None else (url_prefix or DEFAULT_PREFIX)
+        # No automatic retries: redis-py would resend a command whose reply was lost, and
+        # an append sent twice is stored twice (writes are at most once; SPEC §3.2).
         client = redis.Redis.from_url(
-            plain, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=SOCKET_TIMEOUT_S
+            plain,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
+            socket_timeout=SOCKET_TIMEOUT_S,
+            health_check_interval=HEALTH_CHECK_S,
+            retry=Retry(NoBackoff(), 0),
         )
         conn = cls(client, prefix=chosen, owns_client=True, where=redacted(plain))
         try:

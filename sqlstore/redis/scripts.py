@@ -68,15 +68,19 @@ return version
 
 DELETE = """#!lua flags=allow-oom
 -- Deleting frees memory, so it may run when Redis is at maxmemory (retention can still prune).
--- KEYS: session, events, events-gen, audit, index:page, index:age, inventory-gen, audit-ids
--- ARGV: prefix, session_id, conditional ('1'/'0'), version, mtime_us, cmp
--- Returns 1 when it deleted (or, unconditionally, always), 0 when the row did not match.
+-- KEYS: session, events, events-gen, audit, index:page, index:age, inventory-gen, audit-ids,
+--       lease
+-- ARGV: prefix, session_id, conditional ('1'/'0'), version, mtime_us, cmp, now20
+-- Returns 1 when it deleted (or, unconditionally, always), 0 when the row did not match
+-- or (conditional) a live lease protects the session.
 local h = redis.call('HMGET', KEYS[1], 'idx_page', 'idx_age', 'owner_scope', 'version',
   'mtime_ns', 'cmp')
 if ARGV[3] == '1' then
   if not h[4] or h[4] ~= ARGV[4] or string.sub(h[5], 1, -4) ~= ARGV[5] or h[6] ~= ARGV[6] then
     return 0
   end
+  local lease = redis.call('HMGET', KEYS[9], 'owner', 'expires')
+  if lease[1] and lease[1] ~= '' and lease[2] and lease[2] > ARGV[7] then return 0 end
 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 redis.call('SREM', KEYS[8], ARGV[2])

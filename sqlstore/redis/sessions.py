@@ -226,7 +226,8 @@ class RedisSessions:
     def delete_if_unchanged(self, expected: SessionMeta) -> bool:
         """Delete the session only if its row still matches ``expected`` (one atomic script).
 
-        Compares id, modified_at, version, state, kind, relationship and owner.
+        Compares id, modified_at, version, state, kind, relationship and owner;
+        a session with a live lease counts as changed (checked in the same script).
         Returns True when it deleted, False (changing nothing) otherwise.
         """
         validate_session_id(expected.id)
@@ -235,13 +236,14 @@ class RedisSessions:
     def _delete(self, session_id: str, expected: SessionMeta | None) -> bool:
         k = self._c.keys
         if expected is None:
-            condition = ["0", "", "", ""]
+            condition = ["0", "", "", "", ""]
         else:
             condition = [
                 "1",
                 str(expected.version),
                 str(clock.to_ns(expected.modified_at) // 1_000),
                 keys.meta_compared(expected),
+                keys.ns20(clock.now_ns()),
             ]
         with self._c.guard():
             done = self._c.delete(
@@ -254,6 +256,7 @@ class RedisSessions:
                     k.age_index,
                     k.inventory_generation,
                     k.audit_ids,
+                    k.lease(session_id),
                 ],
                 args=[self._c.prefix, session_id, *condition],
             )
