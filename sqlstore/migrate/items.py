@@ -7,8 +7,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlstore import snapshot
 from sqlstore.audit import ToolCallRecord
-from sqlstore.events import Event
+from sqlstore.events import Event, check_record_size, encode_event
 from sqlstore.jsonl import LineProblem
 from sqlstore.session import Session
 
@@ -83,6 +84,14 @@ class LogEntry:
     gap_reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedSession:
+    """A session import in stored form: snapshot bytes and ``(is_gap, type, body)`` records."""
+
+    snapshot: bytes
+    records: list[tuple[bool, str, bytes]]
+
+
 @dataclass(slots=True)
 class SessionImport:
     """One source item mapped to a session, ready to be written in one transaction."""
@@ -94,6 +103,25 @@ class SessionImport:
     generation: str | None = None
     warnings: list[LineProblem] = field(default_factory=list)
     incomplete: bool = False
+    encoded: EncodedSession | None = None
+
+    def encode(self) -> EncodedSession:
+        """Encode (once) the snapshot and every log record, validating them.
+
+        Raises:
+            SnapshotError: the session cannot be encoded.
+            InvalidEvent: an event or gap reason cannot be stored.
+        """
+        if self.encoded is None:
+            records: list[tuple[bool, str, bytes]] = []
+            for entry in self.log:
+                if entry.event is None:
+                    body = check_record_size(entry.gap_reason.encode("utf-8"), "gap reason")
+                    records.append((True, "", body))
+                else:
+                    records.append((False, entry.event.type, encode_event(entry.event)))
+            self.encoded = EncodedSession(snapshot.encode(self.session), records)
+        return self.encoded
 
 
 class ItemSkipped(Exception):

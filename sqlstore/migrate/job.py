@@ -23,9 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlstore import clock, snapshot
+from sqlstore import clock
 from sqlstore.errors import InvalidEvent, MigrationError, SnapshotError, StoreError
-from sqlstore.events import encode_event
 from sqlstore.migrate.items import (
     FORMAT_MECATL,
     FORMAT_RUNLOG,
@@ -207,7 +206,7 @@ def _plan(job: _Job, item: SourceItem) -> BatchEntry | None:
             return None
     try:
         payload = job.importer(data)
-        _check_encodable(payload)
+        payload.encode()  # validates; the SQLite target writes these bytes
     except ItemSkipped as skip:
         return BatchEntry(ItemRow(item.name, fingerprint, skip.reason, None, skip.detail))
     except (ItemFailed, ValueError, TypeError, SnapshotError, InvalidEvent) as exc:
@@ -221,13 +220,6 @@ def _plan(job: _Job, item: SourceItem) -> BatchEntry | None:
     job.seen[sid] = item.name
     detail = "incomplete: run log ended without a result record" if payload.incomplete else ""
     return BatchEntry(ItemRow(item.name, fingerprint, OUTCOME_IMPORTED, sid, detail), payload)
-
-
-def _check_encodable(payload: SessionImport) -> None:
-    snapshot.encode(payload.session)
-    for entry in payload.log:
-        if entry.event is not None:
-            encode_event(entry.event)
 
 
 def _flush(job: _Job, batch: list[BatchEntry]) -> None:

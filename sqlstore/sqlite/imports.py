@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import apsw
 
-from sqlstore import clock, snapshot
+from sqlstore import clock
 from sqlstore.cursor import new_generation
-from sqlstore.events import check_record_size, encode_event
-from sqlstore.migrate.items import Fingerprint, SessionImport
+from sqlstore.migrate.items import EncodedSession, Fingerprint, SessionImport
 from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
 from sqlstore.migrate.target import BatchEntry, ItemRow
 from sqlstore.sqlite import rows
@@ -69,9 +68,7 @@ class SQLiteImports:
         self, job_id: str, entries: list[BatchEntry], *, overwrite: bool, now_ns: int
     ) -> list[str]:
         """Write a batch in one transaction; see :class:`sqlstore.migrate.target.ImportTarget`."""
-        encoded = [
-            None if e.payload is None else _encode(e.payload) for e in entries
-        ]  # encode outside the write lock
+        encoded = [None if e.payload is None else e.payload.encode() for e in entries]
 
         def op(conn: apsw.Connection) -> list[str]:
             outcomes: list[str] = []
@@ -107,9 +104,6 @@ class SQLiteImports:
         self._db.write(op)
 
 
-_Bodies = tuple[bytes, list[tuple[bool, str, bytes]]]
-
-
 def _taken(conn: apsw.Connection, session_id: str) -> bool:
     """True when anything is stored under the id (snapshot, event log or audit rows)."""
     if rows.session_exists(conn, session_id):
@@ -123,21 +117,9 @@ def _taken(conn: apsw.Connection, session_id: str) -> bool:
     return False
 
 
-def _encode(payload: SessionImport) -> _Bodies:
-    blob = snapshot.encode(payload.session)
-    records: list[tuple[bool, str, bytes]] = []
-    for entry in payload.log:
-        if entry.event is None:
-            body = check_record_size(entry.gap_reason.encode("utf-8"), "gap reason")
-            records.append((True, "", body))
-        else:
-            records.append((False, entry.event.type, encode_event(entry.event)))
-    return blob, records
-
-
-def _write_session(conn: apsw.Connection, payload: SessionImport, bodies: _Bodies) -> None:
+def _write_session(conn: apsw.Connection, payload: SessionImport, bodies: EncodedSession) -> None:
     session = payload.session
-    blob, records = bodies
+    blob, records = bodies.snapshot, bodies.records
     mtime_ns = payload.modified_at_ns
     old = conn.execute(
         "SELECT generation FROM event_logs WHERE session_id = ?", (session.id,)
