@@ -25,13 +25,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import apsw
 
 import sqlstore
 from sqlstore import Event, Session, SQLiteStore, ToolCallRecord
-from sqlstore.errors import SessionAlreadyExists, SessionNotFound, StoreError
+from sqlstore.errors import LeaseHeld, SessionAlreadyExists, SessionNotFound, StoreError
 
 _OUT_LOCK = threading.Lock()
 
@@ -176,13 +177,19 @@ def _hammer_thread(store: SQLiteStore, worker: str, thread: int, deadline: float
         count += 1
         tag = f"{worker}.{thread}.{count}"
         sid = rng.choice(shared)
-        op = rng.choice(("create", "save", "append", "append", "append", "delete", "race"))
-        if op == "race":
+        op = rng.choice(("create", "save", "append", "append", "append", "delete", "race", "lease"))
+        if op in ("race", "lease"):
             sid = f"race{race}"
             race += 1
         record: dict[str, Any] = {"op": op, "id": sid, "tag": tag}
         try:
-            if op in ("create", "race"):
+            if op == "lease":
+                try:
+                    lease = store.leases.acquire(sid, tag, timedelta(hours=1))
+                    record["token"] = lease.token
+                except LeaseHeld:
+                    record["token"] = None
+            elif op in ("create", "race"):
                 store.sessions.create(Session.new(sid, title=tag))
             elif op == "save":
                 store.sessions.save(Session.new(sid, title=tag))

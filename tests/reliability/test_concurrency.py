@@ -3,7 +3,8 @@
 Every worker thread logs each call's outcome after it returns. Afterwards: no raw
 error and no "database is locked" (no ``StoreBusy`` either), no acknowledged
 append lost or duplicated in the surviving log generation, no two appends given
-the same position, exactly one winner per contested ``create``, and a sound file.
+the same position, exactly one winner per contested ``create`` and per contested
+lease (with token 1), and a sound file.
 """
 
 from __future__ import annotations
@@ -73,6 +74,17 @@ def test_processes_and_threads_hammering_shared_ids(tmp_path: Path) -> None:
             assert [rec.call_id for rec in store.audit.list(sid)] == [winners[0]["tag"]]
             contested += len(attempts) > 1
         assert contested > 0, "no create was contested"
+
+        # Contested leases: exactly one owner per name, holding token 1.
+        leases: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in records:
+            if r["op"] == "lease":
+                leases[r["id"]].append(r)
+        held = store.leases.held()
+        for name, attempts in leases.items():
+            owners = [r for r in attempts if r["token"] is not None]
+            assert [r["token"] for r in owners] == [1], f"lease {name}: {owners}"
+            assert name in held
 
         # Appends: unique positions per generation; the surviving log is exactly the
         # acknowledged appends of its generation, in position order, with no hole.
