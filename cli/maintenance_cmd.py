@@ -34,9 +34,12 @@ def check_lines(report: maintenance.CheckReport) -> Iterator[str]:
 
 
 @click.command(short_help="Check integrity, schema and WAL; exit 1 on problems.")
+@click.option(
+    "--quick", is_flag=True, help="PRAGMA quick_check: faster, skips index-content checks."
+)
 @json_option
 @pass_cli
-def check(cli: CliContext) -> None:
+def check(cli: CliContext, quick: bool) -> None:
     """Check the file: integrity, schema version, WAL mode and size, row counts.
 
     Exit status 1 when a problem is found. Reads only; never creates a file.
@@ -46,7 +49,7 @@ def check(cli: CliContext) -> None:
     \b
         sqlstore --db /var/lib/agent/sessions.db check
     """
-    report = maintenance.check(cli.require_existing())
+    report = maintenance.check(cli.require_existing(), quick=quick)
     cli.emit(report.to_json(), check_lines(report))
     if not report.ok:
         raise click.exceptions.Exit(1)

@@ -94,6 +94,14 @@ def test_check_reports_damaged_pages(tmp_path: Path) -> None:
     assert doc["problems"]
     human = run("--db", str(path), "check")
     assert "PROBLEMS FOUND" in human.stdout and "problem:" in human.stdout
+    assert run("--db", str(path), "check", "--quick").exit_code == 1
+
+
+def test_check_quick_on_healthy_file(db: Path) -> None:
+    """`check --quick` runs quick_check and passes on a healthy file."""
+    result = run("--db", str(db), "--json", "check", "--quick")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["integrity"] == ["ok"]
 
 
 def test_check_not_sqlite(tmp_path: Path) -> None:
