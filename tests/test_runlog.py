@@ -159,3 +159,30 @@ def test_reader_keeps_every_valid_record_whatever_garbage_is_mixed_in(
     log = runlog.load(folder / "p.jsonl")
     assert [m["text"] for m in log.messages] == texts
     os.unlink(folder / "p.jsonl")
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lines=st.lists(st.one_of(_values.map(lambda v: ("ok", v)), st.just(("bad", None))), max_size=8),
+    tail=st.sampled_from([b"", b"  ", b'{"torn', b"{}"]),
+)
+def test_jsonl_parser_keeps_valid_lines_with_numbers_and_flags_torn_tails(
+    lines: list[tuple[str, object]], tail: bytes
+) -> None:
+    """Property: valid lines return in order with line numbers; bad lines and tails are reported."""
+    from sqlstore.jsonl import dumps_line, parse_jsonl
+
+    data = b"".join(dumps_line(v) if kind == "ok" else b"{bad\n" for kind, v in lines) + tail
+    parsed = parse_jsonl(data, "f")
+    expected = [(n, v) for n, (kind, v) in enumerate(lines, start=1) if kind == "ok"]
+    assert parsed.lines == expected
+    assert parsed.torn == bool(tail.strip())
+    bad = [n for n, (kind, _) in enumerate(lines, start=1) if kind == "bad"]
+    assert [p.line for p in parsed.problems] == bad + ([len(lines) + 1] if parsed.torn else [])
