@@ -97,6 +97,7 @@ class Connection:
         self.range = client.register_script(scripts.RANGE)
         self.log_read = client.register_script(scripts.LOG_READ)
         self.import_session = client.register_script(scripts.IMPORT)
+        self.retention_run = client.register_script(scripts.RETENTION_RUN)
         self.lease_acquire = client.register_script(scripts.LEASE_ACQUIRE)
         self.lease_renew = client.register_script(scripts.LEASE_RENEW)
         self.lease_release = client.register_script(scripts.LEASE_RELEASE)

@@ -26,6 +26,8 @@ key                     type    content
 ``leases``              SET     ids that have a lease hash
 ``migrate:<job>``       HASH    import checkpoint rows: item → row JSON
 ``migrate-jobs``        HASH    job id → job JSON (source, format, state, times)
+``retention-runs``      LIST    ``<id> <record JSON>`` per retention sweep, newest first
+``retention-run-seq``   STRING  counter: retention run ids
 ======================  ======  ==================================================
 
 Index members: with all scores equal a ZSET orders members bytewise, so
@@ -88,6 +90,14 @@ class Keys:
     @property
     def jobs(self) -> str:
         return f"{self.prefix}migrate-jobs"
+
+    @property
+    def retention_runs(self) -> str:
+        return f"{self.prefix}retention-runs"
+
+    @property
+    def retention_run_seq(self) -> str:
+        return f"{self.prefix}retention-run-seq"
 
     @property
     def audit_ids(self) -> str:

@@ -249,3 +249,12 @@ redis.call('INCR', KEYS[8])
 redis.call('HSET', KEYS[11], ARGV[2], ARGV[3])
 return 1
 """
+
+RETENTION_RUN = """#!lua
+-- KEYS: retention-run-seq, retention-runs;  ARGV: record JSON (without id), kept
+-- Returns the new record id. Keeps the newest `kept` records.
+local id = redis.call('INCR', KEYS[1])
+redis.call('LPUSH', KEYS[2], id .. ' ' .. ARGV[1])
+redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[2]) - 1)
+return id
+"""
