@@ -14,7 +14,6 @@ import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from types import FrameType
-from typing import Any
 
 import click
 
@@ -31,6 +30,7 @@ from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
+from sqlstore.ports import Store
 
 LS_PAGE_SIZE = 200
 """Rows fetched per ``sessions.page`` call while listing."""
@@ -55,7 +55,7 @@ def parse_owner(subject: str | None, issuer: str | None) -> tuple[Principal | No
 
 def iter_sessions(
     cli: CliContext,
-    store: Any,
+    store: Store,
     *,
     owner: Principal | None,
     enforce_owner: bool,

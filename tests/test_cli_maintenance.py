@@ -137,6 +137,18 @@ def test_schema_too_new(db: Path) -> None:
     assert "Hint: Upgrade sqlstore" in result.stderr
 
 
+def test_check_reports_journal_mode_not_wal(db: Path) -> None:
+    """A sqlstore file switched out of WAL mode fails `check` with the mode named."""
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA journal_mode=DELETE").fetchall()
+    conn.close()
+    result = run("--db", str(db), "--json", "check")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["journal_mode"] == "delete"
+    assert doc["problems"] == ["journal_mode is 'delete', expected 'wal'"]
+
+
 def test_check_library_never_creates(tmp_path: Path) -> None:
     """`maintenance.check` on a missing path raises and creates nothing."""
     with pytest.raises(Exception, match="no database"):
