@@ -173,7 +173,7 @@ def vacuum(store: SQLiteStore, *, incremental: bool = False) -> VacuumReport:
     started = time.monotonic()
     before, wal_before = file_sizes(store.path)
     with store.db.reader() as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         if incremental:
             conn.execute("PRAGMA incremental_vacuum").fetchall()
         else:
