@@ -14,6 +14,7 @@ import apsw
 
 from sqlstore.errors import (
     StoreBusy,
+    StoreClosed,
     StoreCorrupt,
     StoreError,
     StoreFull,
@@ -38,6 +39,9 @@ def translate(exc: apsw.Error, path: str) -> StoreError:
 
 def _describe(exc: apsw.Error, path: str) -> StoreError:
     detail = str(exc).split(":", 1)[-1].strip() or type(exc).__name__
+    if isinstance(exc, apsw.ConnectionClosedError):
+        # A write queued while another thread ran close() reaches the closed connection.
+        return StoreClosed(f"{path}: the store is closed")
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return StoreBusy(f"{path}: the database is locked by another writer ({detail})")
     if isinstance(exc, apsw.NotADBError):
