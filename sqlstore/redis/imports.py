@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlstore import clock, snapshot
+from sqlstore import clock
 from sqlstore.cursor import new_generation
-from sqlstore.events import check_record_size, encode_event
 from sqlstore.migrate.items import Fingerprint, SessionImport
 from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
 from sqlstore.migrate.target import BatchEntry, ItemRow
@@ -121,14 +120,12 @@ class RedisImports:
     ) -> bool:
         session = payload.session
         sid = session.id
-        blob = snapshot.encode(session)
+        encoded = payload.encode()
+        blob = encoded.snapshot
         mtime_ns = payload.modified_at_ns
         records: list[Any] = []
-        for entry in payload.log:
-            if entry.event is None:
-                records += ["g", check_record_size(entry.gap_reason.encode("utf-8"), "gap reason")]
-            else:
-                records += ["e", encode_event(entry.event)]
+        for is_gap, _type, body in encoded.records:
+            records += ["g" if is_gap else "e", body]
         audit = []
         for rec in payload.audit:
             at = rec.at if rec.at is not None else clock.from_ns(mtime_ns)
