@@ -197,3 +197,33 @@ def test_copy_killed_mid_way_leaves_whole_sessions(
     report = copy_store(sqlite_store, redis_store)
     assert report.copied + report.skipped["already_imported"] == 40
     assert_same_contents(sqlite_store, redis_store)
+
+
+def test_run_migration_into_redis(
+    redis_store: RedisStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run-log import writes into Redis through RedisImports and resumes as already imported."""
+    import json
+    import os
+
+    from sqlstore.migrate import job, run_migration
+
+    source = tmp_path / "runs"
+    source.mkdir()
+    for run_id in ("r1", "r2"):
+        lines = [
+            {"kind": "meta", "at": "2026-11-29T14:05:01Z", "meta": {"id": run_id, "task": "t"}},
+            {"kind": "message", "at": "2026-11-29T14:05:02Z",
+             "message": {"type": "user", "text": f"hello {run_id}"}},
+        ]  # fmt: skip
+        path = source / f"{run_id}.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        os.utime(path, (1_795_961_115, 1_795_961_115))
+    # Until sqlstore.migrate.target.target_for knows RedisStore, route it here.
+    monkeypatch.setattr(job, "target_for", lambda store: RedisImports(store))
+    first = run_migration(redis_store, source)
+    assert (first.imported, first.failed) == (2, 0)
+    assert sorted(s.id for s in redis_store.sessions.list()) == ["r1", "r2"]
+    assert redis_store.sessions.load("r1").messages[-1].text == "hello r1"
+    again = run_migration(redis_store, source)
+    assert (again.imported, sum(again.skipped.values())) == (0, 2)
