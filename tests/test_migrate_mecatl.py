@@ -380,3 +380,20 @@ def test_audit_lines_naming_another_session_are_reported(tmp_path: Path) -> None
     report = run_migration(store, tmp_path)
     assert [r.session_id for r in store.audit.list("own")] == ["own"]
     assert any("differs from the snapshot" in w for w in report.warnings)
+
+
+def test_imported_event_logs_fold_back_to_the_snapshot() -> None:
+    """The SPEC §2.4 data of imported mecatl events is what the fold understands."""
+    from sqlstore import SessionSeed, fold
+
+    store = MemoryStore()
+    run_migration(store, Path(__file__).resolve().parents[1] / "examples" / "mecatl-store")
+    sid = "sess-2026-11-29-review/sub/call_2"
+    stored = store.sessions.load(sid)
+    seed = SessionSeed(id=sid, kind=stored.kind, relationship=stored.relationship)
+    folded = fold(seed, store.events.read(sid))
+    assert folded.messages == [
+        m.__class__(role=m.role, text=m.text, tool_calls=m.tool_calls, tool_result=m.tool_result)
+        for m in stored.messages
+    ]
+    assert (folded.state, folded.usage) == (stored.state, stored.usage)
