@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sqlstore.cursor import CursorEncoder, check_boundary, decode_cursor
-from sqlstore.errors import CursorExpired
+from sqlstore.errors import CursorExpired, StoreCorrupt
 from sqlstore.events import Event, LogRecord, decode_event
 from sqlstore.model import validate_session_id
 
@@ -117,7 +117,7 @@ def _records(
                     encoder = CursorEncoder(session_id, generation)
                 for row in rows:
                     position = row.pos
-                    yield _to_record(encoder(row.pos), row, live)
+                    yield _to_record(session_id, encoder(row.pos), row, live)
                     if remaining > 0:
                         remaining -= 1
                         if remaining == 0:
@@ -131,13 +131,34 @@ def _records(
         source.close()
 
 
-def _to_record(cursor: str, row: RawRecord, live: bool) -> LogRecord:
+def _to_record(session_id: str, cursor: str, row: RawRecord, live: bool) -> LogRecord:
     if row.is_gap:
-        reason = row.body if isinstance(row.body, str) else row.body.decode("utf-8")
+        reason = _gap_reason(session_id, row)
         return LogRecord(kind="gap", event=None, gap_reason=reason, cursor=cursor, live=live)
-    return LogRecord(
-        kind="event", event=decode_event(row.body), gap_reason="", cursor=cursor, live=live
-    )
+    event = _decode(session_id, row)
+    return LogRecord(kind="event", event=event, gap_reason="", cursor=cursor, live=live)
+
+
+def _decode(session_id: str, row: RawRecord) -> Event:
+    """Decode a stored event; damage in the stored bytes is reported as ``StoreCorrupt``."""
+    try:
+        return decode_event(row.body)
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise StoreCorrupt(
+            f"record {row.pos} of the event log of {session_id!r} is damaged "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def _gap_reason(session_id: str, row: RawRecord) -> str:
+    if isinstance(row.body, str):
+        return row.body
+    try:
+        return row.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StoreCorrupt(
+            f"gap record {row.pos} of the event log of {session_id!r} is damaged"
+        ) from exc
 
 
 def read_events(source: LogSource, session_id: str) -> Iterator[Event]:
@@ -161,6 +182,6 @@ def _events(source: LogSource, session_id: str) -> Iterator[Event]:
             for row in rows:
                 position = row.pos
                 if not row.is_gap:
-                    yield decode_event(row.body)
+                    yield _decode(session_id, row)
     finally:
         source.close()

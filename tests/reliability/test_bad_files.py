@@ -142,11 +142,6 @@ def test_damaged_snapshot_bytes_give_snapshot_error(tmp_path: Path) -> None:
         assert store.sessions.load("s1").id == "s1"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a damaged event body escapes as a raw UnicodeDecodeError/JSONDecodeError "
-    "from sqlstore.events.decode_event (see docs/reliability.md)",
-)
 @pytest.mark.parametrize("body", ["x'7b2274797065223aff'", "x'6e6f74206a736f6e'", "x'7b7d'"])
 def test_damaged_event_body_gives_store_corrupt(tmp_path: Path, body: str) -> None:
     """An event whose stored body was damaged is reported as StoreCorrupt when read."""
@@ -389,3 +384,12 @@ def test_read_only_directory_gives_store_read_only(tmp_path: Path) -> None:
     assert all(result["hints"]) and all(new["hints"])  # type: ignore[arg-type]
     assert created == ["s.db"], f"files appeared in a read-only directory: {created}"
     assert file_digests(db)[""] == before[""]
+
+
+def test_damaged_event_body_fails_plain_read_too(tmp_path: Path) -> None:
+    """read() reports a damaged event body as StoreCorrupt naming the record."""
+    path = tmp_path / "s.db"
+    _build(path, sessions=1)
+    _damage_rows(path, "UPDATE events SET body = x'6e6f74206a736f6e' WHERE session_id = 's0'")
+    with SQLiteStore(path) as store, pytest.raises(StoreCorrupt, match="record 1"):
+        list(store.events.read("s0"))
