@@ -92,9 +92,9 @@ class CliContext:
     def open_store(self, *, readonly: bool = False, create: bool = False) -> SQLiteStore:
         """Open the SQLite store at ``db``.
 
-        Without ``create`` the file must already exist (nothing is created, whatever
-        ``readonly`` says); ``readonly`` documents the command's intent and is passed
-        on when the backend supports it.
+        Without ``create`` the file must already exist (nothing is created).
+        ``readonly`` opens it without writing anything (no schema creation or
+        upgrade; writes raise ``StoreReadOnly``).
 
         Raises:
             StoreMissing: the file does not exist and ``create`` is False.
@@ -102,7 +102,7 @@ class CliContext:
         """
         if not create:
             self.require_existing()
-        return SQLiteStore(os.fspath(self.db), create=create)
+        return SQLiteStore(os.fspath(self.db), create=create, readonly=readonly and not create)
 
     def emit(self, doc: Any, human: Iterable[str] | Callable[[], Iterable[str]]) -> None:
         """Print ``doc`` as JSON when ``--json`` is on, else the human lines."""

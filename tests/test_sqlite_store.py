@@ -292,3 +292,26 @@ def test_delete_if_unchanged_spares_a_leased_session(tmp_path: Path, backend: st
         assert store.sessions.load("a").id == "a"
         store.leases.release(lease)
         assert store.sessions.delete_if_unchanged(row) is True
+
+
+def test_readonly_store_reads_and_refuses_writes(tmp_path: Path) -> None:
+    """readonly=True reads an existing store, raises StoreReadOnly on writes, changes nothing."""
+    from sqlstore.errors import StoreError, StoreReadOnly
+
+    path = tmp_path / "a.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("a"))
+    before = _digest(path)
+    with SQLiteStore(path, readonly=True) as store:
+        assert store.sessions.load("a").id == "a"
+        with pytest.raises(StoreReadOnly):
+            store.sessions.save(Session.new("b"))
+    assert _digest(path) == before
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(StoreError, match="no sqlstore database") as info:
+        SQLiteStore(empty, readonly=True)
+    assert "sqlstore init" in info.value.hint
+    assert empty.read_bytes() == b""
+    with pytest.raises(StoreMissing):
+        SQLiteStore(tmp_path / "missing.db", readonly=True)

@@ -138,10 +138,12 @@ def _scalar(conn: apsw.Connection, sql: str) -> object:
     return None if row is None else row[0]
 
 
-def ensure_schema(conn: apsw.Connection, path: str) -> None:
+def ensure_schema(conn: apsw.Connection, path: str, *, readonly: bool = False) -> None:
     """Create or check the schema; switch the file to WAL and verify it.
 
     Nothing is written to a file that turns out to be foreign, newer or corrupt.
+    With ``readonly`` nothing is written at all: a file that would need creating,
+    upgrading or switching to WAL raises ``StoreError`` with a hint instead.
 
     Raises:
         StoreCorrupt: not a SQLite file, or damaged.
@@ -149,7 +151,7 @@ def ensure_schema(conn: apsw.Connection, path: str) -> None:
         SchemaTooNew: written by a newer sqlstore.
     """
     try:
-        _check_schema(conn, path)
+        _check_schema(conn, path, readonly)
     except BaseException:
         # Leave a refused file exactly as found: closing the last connection would
         # otherwise checkpoint its WAL into it and delete the WAL, rewriting another
@@ -159,7 +161,7 @@ def ensure_schema(conn: apsw.Connection, path: str) -> None:
         raise
 
 
-def _check_schema(conn: apsw.Connection, path: str) -> None:
+def _check_schema(conn: apsw.Connection, path: str, readonly: bool) -> None:
     _check_header(path)
     with translated(path):
         app_id = _scalar(conn, "PRAGMA application_id")
@@ -171,14 +173,25 @@ def _check_schema(conn: apsw.Connection, path: str) -> None:
                 f"{path} is a SQLite database of another application "
                 f"(application_id {app_id}, {tables} schema objects)"
             )
+        if readonly:
+            raise StoreError(
+                f"{path} is empty: it holds no sqlstore database yet",
+                hint="Create the schema with `sqlstore init`.",
+            )
         _initialise(conn, path)
     elif isinstance(version, int) and version > SCHEMA_VERSION:
         raise SchemaTooNew(
             f"{path} has schema version {version}; this sqlstore reads up to {SCHEMA_VERSION}"
         )
     elif isinstance(version, int) and version < SCHEMA_VERSION:
+        if readonly:
+            raise StoreError(
+                f"{path} has schema version {version} and needs an upgrade to {SCHEMA_VERSION}",
+                hint="Upgrade it with `sqlstore init` (back it up first with `sqlstore backup`).",
+            )
         _upgrade(conn, path, version)
-    _ensure_wal(conn, path)
+    if not readonly:
+        _ensure_wal(conn, path)
 
 
 def _ensure_wal(conn: apsw.Connection, path: str) -> None:

@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 
 import apsw
 
-from sqlstore.errors import StoreClosed
+from sqlstore.errors import StoreClosed, StoreReadOnly
 from sqlstore.sqlite.connection import Durability, ensure_schema, open_connection, prepare_path
 from sqlstore.sqlite.translate import translate, translated
 
@@ -101,15 +101,17 @@ class Database:
         durability: Durability,
         busy_timeout_ms: int,
         create: bool,
+        readonly: bool = False,
     ) -> None:
-        self.path = prepare_path(path, create=create)
+        self.path = prepare_path(path, create=create and not readonly)
+        self.readonly = readonly
         self.durability = durability
         self.busy_timeout_ms = busy_timeout_ms
         self._writer = open_connection(
             self.path, durability=durability, busy_timeout_ms=busy_timeout_ms
         )
         try:
-            ensure_schema(self._writer, self.path)
+            ensure_schema(self._writer, self.path, readonly=readonly)
         except BaseException:
             self._writer.close()
             raise
@@ -133,6 +135,11 @@ class Database:
         """
         if self._closed:
             raise StoreClosed(f"{self.path}: the store is closed")
+        if self.readonly:
+            raise StoreReadOnly(
+                f"{self.path} was opened read-only",
+                hint="Open it without readonly=True to write.",
+            )
         op: _Op[T] = _Op(fn)
         with self._pending_lock:
             self._pending.append(op)

@@ -27,6 +27,9 @@ class SQLiteStore:
         busy_timeout_ms: how long a write waits for another process's lock before
             raising ``StoreBusy``.
         create: create the file when it does not exist (``StoreMissing`` otherwise).
+        readonly: never write: no file is created, no schema is created or
+            upgraded, and every write raises ``StoreReadOnly`` (for inspection
+            commands such as ``sqlstore ls``).
 
     Many stores — in threads, processes, the CLI and the retention daemon — may
     open the same file at once. Concurrent writes from threads of one store are
@@ -44,9 +47,14 @@ class SQLiteStore:
         durability: Durability = "full",
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         create: bool = True,
+        readonly: bool = False,
     ) -> None:
         self.db = Database(
-            path, durability=durability, busy_timeout_ms=busy_timeout_ms, create=create
+            path,
+            durability=durability,
+            busy_timeout_ms=busy_timeout_ms,
+            create=create,
+            readonly=readonly,
         )
         self.path = self.db.path
         self.events = SQLiteEvents(self.db)
