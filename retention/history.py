@@ -1,7 +1,8 @@
 """Retention history: one :class:`RunRecord` per sweep (the ``retention_runs`` table).
 
 SQLiteStore keeps the records in its ``retention_runs`` table (through
-:mod:`sqlstore.sqlite.retention_runs`). MemoryStore has no such table; its
+:mod:`sqlstore.sqlite.retention_runs`), RedisStore in its own keys (through
+:mod:`sqlstore.redis.retention_runs`). MemoryStore has no such table; its
 records live in this module, keyed weakly by the store object, so they vanish
 with the store — exactly as the rest of a MemoryStore does.
 
@@ -114,13 +115,21 @@ class _MemoryHistory:
 _MEMORY = _MemoryHistory()
 
 
-def _sqlite_module(store: object) -> Any:
+def _backend_module(store: object) -> Any:
+    """Return the module that keeps ``store``'s history durably, or None (MemoryStore)."""
     from sqlstore.sqlite import SQLiteStore
 
     if isinstance(store, SQLiteStore):
         from sqlstore.sqlite import retention_runs
 
         return retention_runs
+    if type(store).__name__ == "RedisStore":
+        # Imported only for a RedisStore: `redis` is an optional dependency.
+        from sqlstore.redis import RedisStore
+        from sqlstore.redis import retention_runs as redis_runs
+
+        if isinstance(store, RedisStore):
+            return redis_runs
     return None
 
 
@@ -130,7 +139,7 @@ def record_run(store: Store, rec: RunRecord) -> RunRecord:
     Raises:
         StoreError: the record could not be written.
     """
-    module = _sqlite_module(store)
+    module = _backend_module(store)
     if module is None:
         return _MEMORY.record(store, rec)
     new_id = module.record_run(
@@ -156,7 +165,7 @@ def list_runs(store: Store, limit: int = DEFAULT_HISTORY_LIMIT) -> list[RunRecor
     """
     if limit <= 0:
         raise ValueError("limit must be > 0")
-    module = _sqlite_module(store)
+    module = _backend_module(store)
     if module is None:
         return _MEMORY.list(store, limit)
     return [

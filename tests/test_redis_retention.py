@@ -103,3 +103,16 @@ def test_retention_run_history_round_trips(store: RedisStore) -> None:
         "id", "started_at_ns", "ended_at_ns", "policy_hash", "planned", "deleted",
         "changed", "failed", "dry_run", "detail",
     }  # fmt: skip
+
+
+def test_sweep_round_history_is_kept_in_redis(store: RedisStore, redis_url: str) -> None:  # noqa: F811
+    """A recorded sweep is read back through retention.history by a second RedisStore handle."""
+    from retention.history import list_runs, record_run, run_record
+
+    put(store, "old", T0 - 10 * DAY)
+    with freeze_time(T0):
+        report = sweep(store, plan(store, CHILD_AGE, now=T0))
+        record_run(store, run_record("hash-1", T0, report))
+    with RedisStore(redis_url) as other:
+        (run,) = list_runs(other)
+    assert (run.policy_hash, run.deleted, run.id) == ("hash-1", 1, 1)
