@@ -12,7 +12,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlstore import MemoryStore, SQLiteStore, clock, runlog
+from sqlstore import (
+    Ask,
+    Counters,
+    Event,
+    Kind,
+    Limits,
+    MemoryStore,
+    Message,
+    Part,
+    Principal,
+    Relationship,
+    Session,
+    SQLiteStore,
+    State,
+    ToolCall,
+    ToolCallRecord,
+    ToolResult,
+    Usage,
+    clock,
+    runlog,
+)
 from sqlstore.jsonl import parse_jsonl
 from sqlstore.migrate import export_sessions, run_migration
 from sqlstore.runlog import DROPPED_EVENT_KINDS
@@ -445,4 +465,178 @@ def test_property_mecatl_round_trip(
             view.pop("events", None)
         assert after[session_id] == view
     shutil.rmtree(source)
+    shutil.rmtree(out)
+
+
+# -- native sessions: sqlstore → mecatl → sqlstore is lossless ---------------------------------
+
+_json_text = st.dictionaries(_word, _json, max_size=2).map(
+    lambda v: json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+)
+_extra = st.dictionaries(_word.map(lambda w: f"x_{w}"), _json, max_size=2)
+_moment = st.integers(0, 4_000_000_000_000_000).map(lambda us: clock.from_ns(us * 1000))
+
+
+@st.composite
+def native_message(draw: st.DrawFn) -> Message:
+    """A random sqlstore Message."""
+    role = draw(st.sampled_from(["system", "user", "assistant", "tool"]))
+    calls = []
+    if role == "assistant":
+        calls = draw(
+            st.lists(
+                st.builds(ToolCall, id=_word, name=_word, args=_json_text | st.just("")), max_size=2
+            )
+        )
+    result = None
+    if role == "tool" and draw(st.booleans()):
+        result = ToolResult(call_id=draw(_word), content=draw(_text), is_error=draw(st.booleans()))
+    parts = draw(
+        st.lists(
+            st.builds(Part, kind=_word, mime_type=_word, data=st.binary(max_size=8), url=_text),
+            max_size=1,
+        )
+    )
+    return Message(
+        role=role,
+        text=draw(_text),
+        tool_calls=calls,
+        tool_result=result,
+        parts=parts,
+        reasoning=draw(_text),
+        extra=draw(_extra),
+    )
+
+
+_native_kinds = st.sampled_from(
+    [
+        (Kind.MAIN, Relationship()),
+        (Kind.UNKNOWN, Relationship()),
+        (Kind.SCHEDULED, Relationship(schedule_name="nightly", origin_session_id="o")),
+        (Kind.SUBAGENT, Relationship(parent_session_id="p", call_id="c")),
+        (Kind.PARALLEL_BRANCH, Relationship(parent_session_id="p", call_id="c", branch_index=0)),
+        (Kind.TEAM_MEMBER, Relationship(team_id="t", member_name="m")),
+    ]
+)
+
+
+@st.composite
+def native_session(draw: st.DrawFn, session_id: str) -> Session:
+    """A random valid sqlstore Session."""
+    kind, relationship = draw(_native_kinds)
+    state = draw(st.sampled_from(list(State)))
+    counts = st.integers(0, 1000)
+    return Session(
+        id=session_id,
+        state=state,
+        mode=draw(st.sampled_from(["default", "plan", "acceptEdits"])),
+        limits=Limits(draw(counts), draw(counts), draw(counts)),
+        counters=Counters(draw(counts), draw(counts), draw(counts)),
+        usage=Usage(draw(counts), draw(counts), draw(counts), draw(counts), draw(counts)),
+        messages=draw(st.lists(native_message(), max_size=3)),
+        created_at=draw(_moment),
+        title=draw(_text),
+        provider_id=draw(_text),
+        model_id=draw(_text),
+        kind=kind,
+        relationship=relationship,
+        owner=draw(
+            st.none()
+            | st.builds(Principal, issuer=_text, subject=_text, grant_type=_text, name=_text)
+        ),
+        stop_reason=draw(_text),
+        pending_ask=(
+            draw(st.builds(Ask, ask_id=_word, tool=_word, args=_json_text, reason=_text))
+            if state is State.AWAITING
+            else None
+        ),
+        last_error=draw(_text),
+        run_id=draw(_text),
+        labels=draw(st.dictionaries(_word, _text, max_size=2)),
+        extra=draw(_extra),
+    )
+
+
+_data_keys = st.sampled_from(
+    [
+        "call",
+        "result",
+        "ask",
+        "stop",
+        "usage",
+        "error",
+        "progress",
+        "parts",
+        "replaced",
+        "actor",
+        "mecatl",
+        "Type",
+        "Seq",
+        "Hook",
+        "ToolCall",
+        "SqlstoreData",
+        "tool",
+        "at",
+    ]
+)
+_native_event = st.builds(
+    Event,
+    type=_word,
+    seq=st.integers(0, 100),
+    turn=st.integers(0, 100),
+    text=_text,
+    run_id=_text,
+    data=st.dictionaries(_data_keys, _json, max_size=3),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_property_native_sessions_survive_mecatl_export_and_import(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Property: any session, its log (gaps included) and audit rows survive export → migrate."""
+    source = MemoryStore()
+    ids = ["a", "b/c"]
+    for session_id in ids:
+        source.sessions.save(data.draw(native_session(session_id)))
+        for entry in data.draw(st.lists(_native_event | _text, max_size=4)):
+            if isinstance(entry, Event):
+                source.events.append_event(session_id, entry)
+            else:
+                source.events.append_gap(session_id, entry)
+        for record in data.draw(
+            st.lists(
+                st.builds(
+                    ToolCallRecord,
+                    session_id=st.just(session_id),
+                    call_id=_word,
+                    tool=_word,
+                    args=_json_text,
+                    result=_text,
+                    is_error=st.booleans(),
+                    at=_moment,
+                    queued_us=st.integers(0, 10**6),
+                    took_us=st.integers(0, 10**9),
+                    run_id=_text,
+                ),
+                max_size=2,
+            )
+        ):
+            source.audit.record(record)
+    out = tmp_path_factory.mktemp("native")
+    assert export_sessions(source, "mecatl", out).ok
+    target = MemoryStore()
+    report = run_migration(target, out)
+    assert report.ok and report.imported == 2, report.to_json()
+    for session_id in ids:
+        assert target.sessions.load(session_id) == source.sessions.load(session_id)
+        before = [(r.kind, r.event, r.gap_reason) for r in source.events.read_after(session_id)]
+        after = [(r.kind, r.event, r.gap_reason) for r in target.events.read_after(session_id)]
+        assert after == before
+        assert target.audit.list(session_id) == source.audit.list(session_id)
+        assert (
+            target.sessions.meta(session_id).modified_at
+            == source.sessions.meta(session_id).modified_at
+        )
     shutil.rmtree(out)

@@ -7,6 +7,12 @@ Events use Go field names and ``null`` payloads. The fold payloads become the
 other non-null payloads and unknown keys stay in ``data`` under their own key.
 Fields of a converted payload that have no SPEC key are kept in
 ``data["mecatl"][<payload>]`` so export gives back equal JSON.
+
+Export checks each event by mapping it back: when the Go form would not give
+the same ``Event`` (``data`` shaped in a way the Go payloads cannot hold, or
+keys named like the Go fields), the original ``data`` is also written under
+``SqlstoreData``, which import then takes verbatim. Events that came from mecatl
+never need it.
 """
 
 from __future__ import annotations
@@ -54,7 +60,9 @@ PAYLOAD_KEYS = (
     "ModelRetry",
 )
 RESULT_KEYS = {"Stop": "stop", "Usage": "usage", "Error": "error", "Progress": "progress"}
+SQLSTORE_DATA_KEY = "SqlstoreData"
 _SCALARS = {"Type": "type", "Seq": "seq", "Turn": "turn", "Text": "text", "RunID": "run_id"}
+_RESERVED = frozenset({*_SCALARS, "Actor", SQLSTORE_DATA_KEY})
 _CONVERTED = ("call", "result", "ask", "stop", "usage", "error", "progress", "parts", "replaced")
 
 
@@ -67,6 +75,7 @@ def event_from_mecatl(raw: JSON) -> Event:
     if not isinstance(raw, dict) or not isinstance(raw.get("Type"), str) or not raw["Type"]:
         raise MappingError("event has no Type")
     rest = dict(raw)
+    verbatim = rest.pop(SQLSTORE_DATA_KEY, None)
     scalars, _ = split({k: rest.pop(k) for k in list(rest) if k in _SCALARS}, _SCALARS)
     data: dict[str, JSON] = {}
     kept: dict[str, JSON] = {}
@@ -86,6 +95,8 @@ def event_from_mecatl(raw: JSON) -> Event:
     data.update({k: v for k, v in rest.items() if v is not None})
     if kept:
         data["mecatl"] = kept
+    if isinstance(verbatim, dict):
+        data = verbatim
     try:
         return Event(
             type=scalars["type"],
@@ -135,7 +146,22 @@ def _convert(key: str, payload: dict[str, JSON], data: dict[str, JSON]) -> dict[
 
 
 def event_to_mecatl(event: Event) -> dict[str, JSON]:
-    """Map an ``Event`` back to the ``ev`` object of an ``eventlog-json/1`` line."""
+    """Map an ``Event`` back to the ``ev`` object of an ``eventlog-json/1`` line.
+
+    The result always maps back to an equal ``Event`` (see ``SqlstoreData`` above).
+    """
+    try:
+        out = _event_to_go(event)
+        same = event_from_mecatl(out) == event
+    except (MappingError, TypeError, ValueError):  # data the Go payloads cannot hold
+        out = _event_to_go(Event(event.type, event.seq, event.turn, event.text, event.run_id))
+        same = False
+    if not same:
+        out[SQLSTORE_DATA_KEY] = event.data
+    return out
+
+
+def _event_to_go(event: Event) -> dict[str, JSON]:
     data = dict(event.data)
     kept = data.pop("mecatl", None)
     kept = kept if isinstance(kept, dict) else {}
@@ -173,7 +199,7 @@ def event_to_mecatl(event: Event) -> dict[str, JSON]:
         if isinstance(replaced, list):
             archive["Replaced"] = [message_to_mecatl(Message.from_json(m)) for m in replaced]
         out["CompactionArchive"] = archive
-    out.update(data)
+    out.update({k: v for k, v in data.items() if k not in _RESERVED})
     return out
 
 
