@@ -240,7 +240,8 @@ def runlog_records(draw: st.DrawFn) -> list[tuple[str, dict[str, Any] | None]]:
 def test_property_run_log_round_trip(
     tmp_path_factory: pytest.TempPathFactory, logs: list[list[tuple[str, Any]]]
 ) -> None:
-    """Property: run log → sqlstore → run log gives the same meta, messages, events, result."""
+    """Property: run log → sqlstore → run log keeps meta, messages, events and result, and a
+    second import of the export gives the same sessions, logs and audit rows."""
     source = tmp_path_factory.mktemp("src")
     for index, records in enumerate(logs):
         run_id = f"2026113{index}-000000"
@@ -254,9 +255,17 @@ def test_property_run_log_round_trip(
             lines.append(json.dumps(line, ensure_ascii=False) + "\n")
         (source / f"{run_id}.jsonl").write_text("".join(lines), encoding="utf-8")
     out = tmp_path_factory.mktemp("out")
-    round_trip(source, "runlog", out, MemoryStore())
+    first = MemoryStore()
+    round_trip(source, "runlog", out, first)
     for path in source.glob("*.jsonl"):
         assert runlog_view(out / path.name) == runlog_view(path)
+    second = MemoryStore()
+    assert run_migration(second, out).ok
+    for stored in first.sessions.list():
+        assert second.sessions.load(stored.id) == first.sessions.load(stored.id)
+        assert list(second.events.read(stored.id)) == list(first.events.read(stored.id))
+        assert second.audit.list(stored.id) == first.audit.list(stored.id)
+        assert second.sessions.meta(stored.id).modified_at == stored.modified_at
     shutil.rmtree(source)
     shutil.rmtree(out)
 
