@@ -393,3 +393,24 @@ def test_damaged_event_body_fails_plain_read_too(tmp_path: Path) -> None:
     _damage_rows(path, "UPDATE events SET body = x'6e6f74206a736f6e' WHERE session_id = 's0'")
     with SQLiteStore(path) as store, pytest.raises(StoreCorrupt, match="record 1"):
         list(store.events.read("s0"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: readonly=True opens READWRITE connections, so closing the last one "
+    "checkpoints the WAL into the file and deletes it (see docs/reliability.md)",
+)
+def test_readonly_open_leaves_a_live_wal_untouched(tmp_path: Path) -> None:
+    """SQLiteStore(readonly=True) reads a crashed writer's WAL without changing any byte."""
+    src = tmp_path / "src.db"
+    writer = SQLiteStore(src, durability="normal")
+    for i in range(10):
+        writer.sessions.save(Session.new(f"s{i}"))
+    path = tmp_path / "crashed.db"
+    shutil.copy(src, path)  # what a writer killed before any checkpoint leaves behind
+    shutil.copy(str(src) + "-wal", str(path) + "-wal")
+    writer.close()
+    before = file_digests(path)
+    with SQLiteStore(path, readonly=True) as store:
+        assert len(store.sessions.list()) == 10
+    assert file_digests(path) == before
