@@ -188,7 +188,7 @@ def main() -> None:
     args = parser.parse_args()
     size = sizes(
         args,
-        full={"sessions": 40_000, "events": 10, "pace_ms": 5.0, "calm": 4.0},
+        full={"sessions": 200_000, "events": 10, "pace_ms": 5.0, "calm": 4.0},
         quick={"sessions": 40, "events": 2, "pace_ms": 5.0, "calm": 0.3},
     )
     result = Result("prune", f"prune {size['sessions'] // 2:,} of {size['sessions']:,}", size)
@@ -231,7 +231,9 @@ def main() -> None:
                 f"{median([r['sweep_s'] for r in runs]):.1f} s); prune process peak RSS "
                 f"{median([r['rss_kib'] for r in runs]) / 1024:.0f} MiB; worst append during "
                 f"prune {ms(median([r['during_max_s'] for r in runs]))}; appender errors "
-                f"{sum(r['appender_errors'] for r in runs)}"
+                f"{sum(r['appender_errors'] for r in runs)}; file "
+                f"{median([r['bytes_before'] for r in runs]) / 1e6:.0f} MB before, "
+                f"{median([r['bytes_after'] for r in runs]) / 1e6:.0f} MB after"
             ),
         )
     )

@@ -73,12 +73,15 @@ def machine_facts(directory: str) -> list[tuple[str, str]]:
         ("SQLite (apsw)", apsw.sqlite_lib_version()),
         ("apsw", apsw.apswversion()),
         ("SQLite (Python sqlite3, used by the peers)", _sqlite3_version()),
-        (
-            "git commit",
-            command_output(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"]),
-        ),
+        ("git commit", _git_commit()),
         ("load average at start", load),
     ]
+
+
+def _git_commit() -> str:
+    """Return the checkout's commit, marked ``-dirty`` when the working tree has changes."""
+    argv = ["git", "-C", str(REPO_ROOT), "describe", "--always", "--dirty", "--abbrev=12"]
+    return command_output(argv)
 
 
 def _memory() -> str:
