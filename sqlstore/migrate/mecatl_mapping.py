@@ -37,6 +37,7 @@ from sqlstore.model import (
     validate_kind,
 )
 from sqlstore.session import Session, session_fields
+from sqlstore.snapshot import to_json
 
 LIMITS_KEYS = {
     "MaxTurns": "max_turns",
@@ -182,11 +183,23 @@ def message_to_mecatl(message: Message) -> dict[str, JSON]:
 
 
 def session_from_snapshot(raw: JSON) -> Session:
-    """Map a mecatl snapshot object to a validated ``Session``.
+    """Map a mecatl snapshot object to a valid ``Session`` (one ``snapshot.encode`` accepts).
 
     Raises:
-        MappingError: the snapshot has no usable id, state, created_at or messages.
+        MappingError: the snapshot is not one (no usable id, state or created_at,
+            a value of the wrong type, an invalid kind or id, ...).
     """
+    try:
+        session = _session_from_snapshot(raw)
+        to_json(session)  # validates id, kind and relationship, pending ask, extra keys
+    except MappingError:
+        raise
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise MappingError(f"not a mecatl snapshot: {exc}") from None
+    return session
+
+
+def _session_from_snapshot(raw: JSON) -> Session:
     if not isinstance(raw, dict) or not raw:
         raise MappingError("snapshot is empty or not an object")
     rest = dict(raw)

@@ -357,13 +357,6 @@ def test_fuzzed_mecatl_audit_lines_give_mapping_error(raw: Any) -> None:
     assert record.session_id == "m1"
 
 
-MAPPING_BUG = (
-    "bug: session_from_snapshot lets TypeError escape for malformed messages "
-    "(e.g. 'parts': true); it documents MappingError (see docs/reliability.md)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=MAPPING_BUG)
 @pytest.mark.parametrize(
     "message",
     [
@@ -379,7 +372,6 @@ def test_malformed_mecatl_messages_give_mapping_error(message: dict[str, Any]) -
         session_from_snapshot(raw)
 
 
-@pytest.mark.xfail(strict=False, reason=MAPPING_BUG)
 @FUZZ
 @given(raw=MECATL_SNAPSHOT | JSON_VALUES)
 def test_fuzzed_mecatl_snapshots_give_mapping_error(raw: Any) -> None:
