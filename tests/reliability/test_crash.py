@@ -197,3 +197,40 @@ def test_sigkill_keeps_every_acknowledged_record(
             raise AssertionError(f"seed {seed}, kill {round_no + 1}: {exc}") from exc
     assert acknowledged > 0, f"seed {seed}: the writers never acknowledged anything"
     print(f"crash[{mode},{threads},{durability}]: {kills} kills, {acknowledged} acked, {seen} kept")
+
+
+def test_follower_in_another_process_sees_every_record_across_writer_crashes(
+    tmp_path: Path,
+) -> None:
+    """A follower sees each committed record once, in order, while writers are killed."""
+    seed = int.from_bytes(os.urandom(4), "big")
+    rng = random.Random(seed)
+    db = tmp_path / "follow.db"
+    with SQLiteStore(db) as store:
+        stop = threading.Event()
+        seen: list[str] = []
+        errors: list[BaseException] = []
+
+        def follow() -> None:
+            try:
+                for record in store.events.read_after("w0", follow=True, stop=stop):
+                    seen.append(record.cursor)
+            except BaseException as exc:  # reported by the assertion below
+                errors.append(exc)
+
+        follower = threading.Thread(target=follow)
+        follower.start()
+        acked: list[str] = []
+        for _ in range(3):
+            acks = _run_and_kill(db, "events", 1, "full", rng)
+            acked += [cursor for _, cursor in acks.events.get(0, [])]
+        final = [record.cursor for record in store.events.read_after("w0")]
+        deadline = time.monotonic() + 60
+        while len(seen) < len(final) and time.monotonic() < deadline and follower.is_alive():
+            time.sleep(0.01)
+        stop.set()
+        follower.join(30)
+    assert errors == [], f"seed {seed}: the follower failed: {errors}"
+    assert seen == final, f"seed {seed}: the follower's records differ from the log"
+    assert set(acked) <= set(final)
+    assert acked, f"seed {seed}: the writers acknowledged nothing"
