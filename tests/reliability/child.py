@@ -12,6 +12,7 @@ Roles:
     probe DB                            open, read, write; print what happened as JSON
     opener DB GO_FILE                   wait for GO_FILE, then open/create the store and write
     init_full DB LIMIT_BYTES            create a new store under a tiny RLIMIT_FSIZE
+    appender DB SESSIONS                append to random sessions r0..rN-1 until killed
 """
 
 from __future__ import annotations
@@ -263,6 +264,18 @@ def init_full(db: str, limit_bytes: str) -> None:
         emit(json.dumps(["RAW " + type(exc).__name__, str(exc), ""]))
 
 
+def appender(db: str, sessions: str) -> None:
+    """Append to random sessions r0..rN-1 forever; print id, start time and cursor of each."""
+    store = SQLiteStore(db)
+    rng = random.Random()
+    emit("READY")
+    while True:
+        sid = f"r{rng.randrange(int(sessions))}"
+        started = time.monotonic()
+        cursor = store.events.append_event(sid, Event("late", text=str(started)))
+        emit("A", sid, started, cursor)
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -310,6 +323,7 @@ ROLES: dict[str, Callable[..., None]] = {
     "umask": umask,
     "opener": opener,
     "init_full": init_full,
+    "appender": appender,
     "probe": probe,
 }
 

@@ -4,20 +4,26 @@ Every worker thread logs each call's outcome after it returns. Afterwards: no ra
 error and no "database is locked" (no ``StoreBusy`` either), no acknowledged
 append lost or duplicated in the surviving log generation, no two appends given
 the same position, exactly one winner per contested ``create`` and per contested
-lease (with token 1), and a sound file.
+lease (with token 1), and a sound file. A retention sweep racing another process's
+appends never prunes a session that was written after planning.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import threading
+import time
 from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from freezegun import freeze_time
 
-from sqlstore import Session, SQLiteStore
+import retention
+from sqlstore import Event, Session, SQLiteStore
 
 from .helpers import integrity, spawn
 
@@ -116,3 +122,63 @@ def test_processes_and_threads_hammering_shared_ids(tmp_path: Path) -> None:
     assert integrity(db) == ["ok"]
     ops = Counter(r["op"] for r in records)
     print(f"hammer: {len(records)} operations {dict(ops)}, {contested} contested creates")
+
+
+PRUNE_SESSIONS = 1500
+
+
+def test_prune_racing_a_writer_process_never_loses_an_acknowledged_append(tmp_path: Path) -> None:
+    """A sweep racing another process's appends keeps every session written after planning."""
+    db = tmp_path / "prune.db"
+    start = datetime.now(UTC) - timedelta(days=10)
+    first_generation: dict[str, str] = {}
+    with SQLiteStore(db, durability="normal") as store:
+        with freeze_time(start):
+            for i in range(PRUNE_SESSIONS):
+                sid = f"r{i}"
+                store.sessions.create(Session.new(sid))
+                first_generation[sid] = _position(store.events.append_event(sid, Event("old")))[0]
+        proc = spawn("appender", str(db), str(PRUNE_SESSIONS))
+        assert proc.stdout is not None
+        lines: list[str] = []
+        pump = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
+        pump.start()
+        while len(lines) < 20 and proc.poll() is None:
+            time.sleep(0.01)
+        policy = retention.Policy(
+            main=retention.Rule(max_age=timedelta(days=1)), acknowledge_main_deletion=True
+        )
+        planned = retention.plan(store, policy)
+        plan_end = time.monotonic()
+        report = retention.sweep(store, planned)
+        time.sleep(0.2)
+        proc.kill()
+        proc.wait(30)
+        pump.join(30)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        assert report.failed == 0, report.errors
+        assert report.deleted > 0, "the sweep deleted nothing: the race was not exercised"
+        present = {s.id for s in store.sessions.list()}
+        late = 0
+        for line in lines:
+            parts = line.split()
+            if len(parts) != 4 or parts[0] != "A" or not line.endswith("\n"):
+                continue
+            sid, started, cursor = parts[1], float(parts[2]), parts[3]
+            generation, pos = _position(cursor)
+            records = list(store.events.read_after(sid))
+            current = _position(records[0].cursor)[0] if records else None
+            if started > plan_end and generation == first_generation[sid]:
+                # Committed to the planned log after planning, so before any delete of it:
+                # the sweep must have seen the change and kept the session.
+                late += 1
+                assert sid in present, f"{sid} was pruned after an acknowledged late append"
+            if generation == current:
+                assert records[pos - 1].cursor == cursor, f"{sid}: acknowledged append lost"
+    assert integrity(db) == ["ok"]
+    print(
+        f"prune race: {report.deleted} deleted, {report.changed} changed, "
+        f"{late} late appends kept, {len(lines)} appends"
+    )
