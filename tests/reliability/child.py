@@ -13,6 +13,7 @@ Roles:
     opener DB GO_FILE                   wait for GO_FILE, then open/create the store and write
     init_full DB LIMIT_BYTES            create a new store under a tiny RLIMIT_FSIZE
     appender DB SESSIONS                append to random sessions r0..rN-1 until killed
+    migrate DB SOURCE                   run a run-log import in batches of 3
 """
 
 from __future__ import annotations
@@ -276,6 +277,18 @@ def appender(db: str, sessions: str) -> None:
         emit("A", sid, started, cursor)
 
 
+def migrate(db: str, source: str) -> None:
+    """Import a run-log directory in small batches, printing progress after each item."""
+    from sqlstore.migrate.job import run_migration
+
+    emit("START")
+    with SQLiteStore(db) as store:
+        report = run_migration(
+            store, source, batch_sessions=3, progress=lambda done, total: emit("P", done, total)
+        )
+    emit("DONE", report.imported, report.failed)
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -324,6 +337,7 @@ ROLES: dict[str, Callable[..., None]] = {
     "opener": opener,
     "init_full": init_full,
     "appender": appender,
+    "migrate": migrate,
     "probe": probe,
 }
 

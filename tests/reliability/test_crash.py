@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from sqlstore import Event, Session, SQLiteStore
+from sqlstore import Event, MemoryStore, Session, SQLiteStore, snapshot
+from sqlstore.migrate.job import run_migration
 
 from .child import CHURN_AUDITS, CHURN_EVENTS
-from .helpers import integrity, spawn
+from .helpers import REPO, integrity, spawn
 
 pytestmark = pytest.mark.slow
 
@@ -234,3 +235,63 @@ def test_follower_in_another_process_sees_every_record_across_writer_crashes(
     assert seen == final, f"seed {seed}: the follower's records differ from the log"
     assert set(acked) <= set(final)
     assert acked, f"seed {seed}: the writers acknowledged nothing"
+
+
+MIGRATE_RUNS = 400
+"""Run logs in the source directory of the interrupted-import test."""
+
+
+def test_import_killed_repeatedly_then_resumed_imports_each_item_once(tmp_path: Path) -> None:
+    """A migrate killed at random moments and resumed ends like one clean import."""
+    example = (REPO / "examples" / "runlogs" / "20261128-090000.jsonl").read_text()
+    source = tmp_path / "runlogs"
+    source.mkdir()
+    for i in range(MIGRATE_RUNS):
+        sid = f"run-{i:04d}"
+        (source / f"{sid}.jsonl").write_text(example.replace("20261128-090000", sid))
+    seed = int.from_bytes(os.urandom(4), "big")
+    rng = random.Random(seed)
+    db = tmp_path / "imported.db"
+    kills = 0
+    progress: list[int] = []
+    for _ in range(4):
+        proc = spawn("migrate", str(db), str(source))
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline() == "START\n"
+        done = progress[-1] if progress else 0
+        target = rng.randrange(min(done + 1, MIGRATE_RUNS - 1), MIGRATE_RUNS)
+        for line in proc.stdout:  # kill just after the target item's progress line
+            parts = line.split()
+            if parts[0] == "DONE" or (parts[0] == "P" and int(parts[1]) >= target):
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        kills += proc.returncode == -signal.SIGKILL
+        proc.stdout.close()
+        proc.stderr.close()
+        if db.exists():
+            assert integrity(db) == ["ok"]
+            with SQLiteStore(db) as store:
+                progress.append(len(store.sessions.list()))
+    assert kills > 0, f"seed {seed}: every import finished before it could be killed"
+    print(f"migrate: {kills} kills, sessions after each: {progress}")
+    clean = MemoryStore()
+    run_migration(clean, source)
+    with SQLiteStore(db) as store:
+        resumed = run_migration(store, source)
+        assert resumed.failed == 0, resumed.items
+        again = run_migration(store, source)
+        assert again.imported == 0 and again.failed == 0
+        assert sorted(s.id for s in store.sessions.list()) == sorted(
+            s.id for s in clean.sessions.list()
+        )
+        for stored in clean.sessions.list():
+            sid = stored.id
+            expected = [(r.kind, r.event, r.gap_reason) for r in clean.events.read_after(sid)]
+            got = [(r.kind, r.event, r.gap_reason) for r in store.events.read_after(sid)]
+            assert got == expected, f"seed {seed}: {sid} log differs after resume"
+            assert store.audit.list(sid) == clean.audit.list(sid), f"{sid}: audit differs"
+            assert snapshot.to_json(store.sessions.load(sid)) == snapshot.to_json(
+                clean.sessions.load(sid)
+            ), f"{sid}: snapshot differs"
+    assert integrity(db) == ["ok"]
