@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import click
 
+import sqlstore
 from cli import render
 from cli.context import CliContext, json_option, pass_cli
 from sqlstore import MemoryStore
@@ -83,7 +85,21 @@ def summary_lines(report: MigrationReport) -> Iterator[str]:
 
 
 @click.command("migrate")
-@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "source", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+@click.option(
+    "--to",
+    "to_target",
+    metavar="URL|PATH",
+    help="Write into this store instead of --db (redis://host:port/db, sqlite:///f.db, a path).",
+)
+@click.option(
+    "--from",
+    "from_origin",
+    metavar="URL|PATH",
+    help="Copy every session of this store (instead of importing SOURCE).",
+)
 @click.option(
     "--format", "fmt", type=click.Choice(FORMATS), help="Source format (default: detected)."
 )
@@ -103,7 +119,9 @@ def summary_lines(report: MigrationReport) -> Iterator[str]:
 def migrate(
     ctx: click.Context,
     cli: CliContext,
-    source: Path,
+    source: Path | None,
+    to_target: str | None,
+    from_origin: str | None,
     fmt: str | None,
     batch: int,
     overwrite: bool,
@@ -116,12 +134,27 @@ def migrate(
     sessions are not imported twice. Exits 1 when an item failed (torn lines,
     malformed lines and skipped items are reported but are not failures).
 
+    Between stores: ``--to URL`` without SOURCE copies every session of the --db
+    file into another store (for example Redis); ``--from URL`` copies one back
+    (into --to, or into --db). Copies are resumable too.
+
     Example:
 
     \b
         sqlstore --db sessions.db migrate ~/.openzot/runs
         sqlstore migrate ./store-dir --format mecatl --dry-run --json
+        sqlstore --db sessions.db migrate --to redis://127.0.0.1:6379/0
+        sqlstore migrate --from redis://127.0.0.1:6379/0 --to restored.db
     """
+    if source is None and to_target is None and from_origin is None:
+        raise click.UsageError("give a SOURCE directory, or --to/--from to copy between stores")
+    if source is not None and from_origin is not None:
+        raise click.UsageError(
+            "SOURCE and --from are exclusive: import a directory or copy a store"
+        )
+    if source is None:
+        _copy_between_stores(ctx, cli, from_origin, to_target, batch, overwrite)
+        return
     progress = _Progress(sys.stdout.isatty() and not cli.json)
     try:
         if dry_run and not cli.db.exists():
@@ -133,6 +166,18 @@ def migrate(
                 dry_run=True,
                 progress=progress,
             )
+        elif to_target is not None:
+            with sqlstore.open(to_target) as store:
+                report = run_migration(
+                    store,
+                    source,
+                    fmt=fmt,
+                    batch_sessions=batch,
+                    overwrite=overwrite,
+                    dry_run=dry_run,
+                    verify=verify,
+                    progress=progress,
+                )
         else:
             with cli.open_store(create=not dry_run) as store:
                 report = run_migration(
@@ -154,6 +199,52 @@ def migrate(
         ctx.exit(EXIT_INTERRUPTED)
     progress.close()
     cli.emit(report.to_json(), lambda: summary_lines(report))
+    ctx.exit(0 if report.ok else 1)
+
+
+def _copy_between_stores(
+    ctx: click.Context,
+    cli: CliContext,
+    origin: str | None,
+    target: str | None,
+    batch: int,
+    overwrite: bool,
+) -> None:
+    """Copy every session of one store into another (``migrate --to/--from``)."""
+    from sqlstore.migrate.copy import copy_store
+
+    with ExitStack() as stack:
+        if origin is None:
+            src: Any = stack.enter_context(cli.open_store(readonly=True))
+        else:
+            src = stack.enter_context(sqlstore.open(origin))
+        if target is None:
+            dst: Any = stack.enter_context(cli.open_store(create=True))
+        else:
+            dst = stack.enter_context(sqlstore.open(target))
+        try:
+            report = copy_store(src, dst, batch=batch, overwrite=overwrite)
+        except KeyboardInterrupt:
+            click.echo("Interrupted: run the same command again to continue.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+    doc = {
+        "job_id": report.job_id,
+        "copied": report.copied,
+        "skipped": dict(report.skipped),
+        "failed": [{"id": sid, "error": why} for sid, why in report.failed],
+        "events": report.events,
+        "audit_rows": report.audit_rows,
+        "seconds": round(report.seconds, 3),
+    }
+
+    def lines() -> Iterator[str]:
+        skipped = ", ".join(f"{k} {n}" for k, n in sorted(report.skipped.items())) or "0"
+        yield f"copied {report.copied}, skipped {skipped}, failed {len(report.failed)}"
+        yield f"events {report.events}, audit rows {report.audit_rows}, {report.seconds:.1f} s"
+        for sid, why in report.failed:
+            yield f"failed: {sid}: {why}"
+
+    cli.emit(doc, lines)
     ctx.exit(0 if report.ok else 1)
 
 

@@ -199,14 +199,12 @@ def test_copy_killed_mid_way_leaves_whole_sessions(
     assert_same_contents(sqlite_store, redis_store)
 
 
-def test_run_migration_into_redis(
-    redis_store: RedisStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_run_migration_into_redis(redis_store: RedisStore, tmp_path: Path) -> None:
     """A run-log import writes into Redis through RedisImports and resumes as already imported."""
     import json
     import os
 
-    from sqlstore.migrate import job, run_migration
+    from sqlstore.migrate import run_migration
 
     source = tmp_path / "runs"
     source.mkdir()
@@ -219,11 +217,29 @@ def test_run_migration_into_redis(
         path = source / f"{run_id}.jsonl"
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         os.utime(path, (1_795_961_115, 1_795_961_115))
-    # Until sqlstore.migrate.target.target_for knows RedisStore, route it here.
-    monkeypatch.setattr(job, "target_for", lambda store: RedisImports(store))
     first = run_migration(redis_store, source)
     assert (first.imported, first.failed) == (2, 0)
     assert sorted(s.id for s in redis_store.sessions.list()) == ["r1", "r2"]
     assert redis_store.sessions.load("r1").messages[-1].text == "hello r1"
     again = run_migration(redis_store, source)
     assert (again.imported, sum(again.skipped.values())) == (0, 2)
+
+
+def test_cli_migrate_to_redis_and_back(redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """`sqlstore migrate --to redis://…` and `--from redis://… --to file.db` round-trip a file."""
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    src, back = tmp_path / "src.db", tmp_path / "back.db"
+    with SQLiteStore(src) as store:
+        store.sessions.save(representative_session("cli-copy"))
+        store.events.append("cli-copy", Event("turn.start"))
+    runner = CliRunner()
+    there = runner.invoke(cli, ["--db", str(src), "migrate", "--to", redis_url])
+    assert there.exit_code == 0, there.output
+    home = runner.invoke(cli, ["migrate", "--from", redis_url, "--to", str(back)])
+    assert home.exit_code == 0, home.output
+    with SQLiteStore(src) as a, SQLiteStore(back) as b:
+        assert_same_session(b.sessions.load("cli-copy"), a.sessions.load("cli-copy"))
+        assert list(b.events.read("cli-copy")) == list(a.events.read("cli-copy"))

@@ -1,8 +1,12 @@
-"""The Redis backend: ``RedisStore`` and ``copy_store`` (needs the ``redis`` extra)."""
+"""The Redis backend: ``RedisStore`` (needs the ``redis`` extra).
+
+``copy_store`` (in :mod:`sqlstore.migrate.copy`, re-exported here) moves sessions
+between any two stores, for example a SQLite file and Redis.
+"""
 
 from __future__ import annotations
 
-from sqlstore.redis.copy import CopyReport, copy_store
+from sqlstore.migrate.copy import CopyReport, copy_store
 from sqlstore.redis.store import RedisStore
 
 __all__ = ["CopyReport", "RedisStore", "copy_store"]

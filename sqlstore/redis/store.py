@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from sqlstore.redis.audit import RedisAudit, RedisLeases
 from sqlstore.redis.connection import Connection
 from sqlstore.redis.events import RedisEvents
 from sqlstore.redis.keys import DEFAULT_PREFIX
 from sqlstore.redis.sessions import RedisSessions
+
+if TYPE_CHECKING:
+    from sqlstore.redis.imports import RedisImports
 
 
 class RedisStore:
@@ -44,6 +47,12 @@ class RedisStore:
         self.sessions = RedisSessions(self.conn, self.events)
         self.audit = RedisAudit(self.conn)
         self.leases = RedisLeases(self.conn)
+
+    def import_target(self) -> RedisImports:
+        """Return the import target ``sqlstore migrate`` and ``copy_store`` write through."""
+        from sqlstore.redis.imports import RedisImports
+
+        return RedisImports(self)
 
     def close(self) -> None:
         """Close the connection pool (when the store created it); idempotent."""

@@ -33,7 +33,7 @@ from sqlstore.errors import MigrationError, SessionNotFound, StoreError
 from sqlstore.inventory import SessionMeta
 from sqlstore.migrate.items import Fingerprint, LogEntry, SessionImport
 from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_ALREADY_IMPORTED, SKIP_CHANGED
-from sqlstore.migrate.target import BatchEntry, ImportTarget, ItemRow, target_for
+from sqlstore.migrate.target import BatchEntry, ItemRow, target_for
 from sqlstore.ports import Store
 
 COPY_BATCH_SESSIONS = 25
@@ -70,17 +70,6 @@ def describe(store: Store) -> str:
 def copy_job_id(source: str) -> str:
     """Return the job id of copies from ``source`` (a :func:`describe` text)."""
     return "copy-" + hashlib.sha256(source.encode("utf-8")).hexdigest()[:24]
-
-
-def import_target(store: Store) -> ImportTarget:
-    """Return the import target of any sqlstore backend, Redis included."""
-    from sqlstore.redis.store import RedisStore
-
-    if isinstance(store, RedisStore):
-        from sqlstore.redis.imports import RedisImports
-
-        return RedisImports(store)
-    return target_for(store)
 
 
 def fingerprint(meta: SessionMeta) -> Fingerprint:
@@ -155,7 +144,7 @@ def copy_store(
         raise MigrationError("source and destination are the same store")
     job_id = copy_job_id(source)
     report = CopyReport(job_id=job_id)
-    target = import_target(dst)
+    target = target_for(dst)
     rows = target.load_items(job_id)
     target.start_job(job_id, source, COPY_FORMAT, clock.now_ns())
     pending: list[BatchEntry] = []
