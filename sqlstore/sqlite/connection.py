@@ -117,16 +117,25 @@ def _check_header(path: str) -> None:
         )
 
 
-def open_connection(path: str, *, durability: Durability, busy_timeout_ms: int) -> apsw.Connection:
+def open_connection(
+    path: str, *, durability: Durability, busy_timeout_ms: int, readonly: bool = False
+) -> apsw.Connection:
     """Open one connection with every per-connection setting sqlstore relies on.
 
     Busy timeout, foreign keys, and ``synchronous`` per durability (FULL: a commit
     is fsynced before it returns; NORMAL: WAL commits are fsynced at checkpoints).
+    With ``readonly`` the connection is opened ``SQLITE_OPEN_READONLY`` and never
+    checkpoints on close, so reading a file (even one with a crashed writer's WAL)
+    leaves every byte of it and of its WAL as it was.
     """
     if durability not in ("full", "normal"):
         raise ValueError(f"durability must be 'full' or 'normal', not {durability!r}")
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     with translated(path):
-        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+        conn = apsw.Connection(path, flags=flags)
+        if readonly:
+            # The last connection to close checkpoints the WAL into the file and deletes it.
+            conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         conn.set_busy_timeout(busy_timeout_ms)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")

@@ -108,7 +108,7 @@ class Database:
         self.durability = durability
         self.busy_timeout_ms = busy_timeout_ms
         self._writer = open_connection(
-            self.path, durability=durability, busy_timeout_ms=busy_timeout_ms
+            self.path, durability=durability, busy_timeout_ms=busy_timeout_ms, readonly=readonly
         )
         try:
             ensure_schema(self._writer, self.path, readonly=readonly)
@@ -249,7 +249,10 @@ class Database:
             if self._readers:
                 return self._readers.pop()
         return open_connection(
-            self.path, durability=self.durability, busy_timeout_ms=self.busy_timeout_ms
+            self.path,
+            durability=self.durability,
+            busy_timeout_ms=self.busy_timeout_ms,
+            readonly=self.readonly,
         )
 
     def _give_reader(self, conn: apsw.Connection) -> None:

@@ -105,7 +105,9 @@ def check(path: str | os.PathLike[str], *, quick: bool = False) -> CheckReport:
         return CheckReport(text, [f"{text} is {what}"], file_bytes=file_bytes, wal_bytes=wal_bytes)
     problems: list[str] = []
     try:
-        conn = open_connection(text, durability="full", busy_timeout_ms=BUSY_TIMEOUT_MS)
+        conn = open_connection(
+            text, durability="full", busy_timeout_ms=BUSY_TIMEOUT_MS, readonly=True
+        )
     except StoreError as exc:
         return CheckReport(text, [str(exc)], file_bytes=file_bytes, wal_bytes=wal_bytes)
     try:

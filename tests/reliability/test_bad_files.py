@@ -395,11 +395,6 @@ def test_damaged_event_body_fails_plain_read_too(tmp_path: Path) -> None:
         list(store.events.read("s0"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: readonly=True opens READWRITE connections, so closing the last one "
-    "checkpoints the WAL into the file and deletes it (see docs/reliability.md)",
-)
 def test_readonly_open_leaves_a_live_wal_untouched(tmp_path: Path) -> None:
     """SQLiteStore(readonly=True) reads a crashed writer's WAL without changing any byte."""
     src = tmp_path / "src.db"
