@@ -18,7 +18,9 @@ from sqlstore.ports import Store
 
 
 class MemoryFactories:
-    """Factories shared by the MemoryStore suites."""
+    """Factories shared by the MemoryStore suites (nothing is shared across processes)."""
+
+    cross_process = False
 
     def make_store(self, tmp_path: Path) -> Store:
         """Return a fresh MemoryStore."""

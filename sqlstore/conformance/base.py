@@ -10,10 +10,10 @@ itself, so forgetting a flag cannot silently drop a backend's tests.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -47,15 +47,34 @@ class ProcessTarget:
         return store
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def needs_second_process(test: F) -> F:
+    """Mark a suite test that shares the backend's state with a child OS process."""
+    test.needs_second_process = True  # type: ignore[attr-defined]
+    return test
+
+
 class SuiteBase:
     """Hooks and fixtures common to every suite (override the hooks in a subclass)."""
 
     __test__ = False
 
+    cross_process: bool | None = None
+    """Set ``cross_process = False`` on a backend whose state cannot be shared by two
+    OS processes (an in-memory store): the cross-process tests are then not part of
+    its suite at all. Left at None, a backend without ``second_process_target``
+    sees those tests skipped with a reason, so a forgotten hook stays visible."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "__test__" not in cls.__dict__:
             cls.__test__ = True
+        if cls.cross_process is False:
+            for name in dir(cls):
+                if getattr(getattr(cls, name, None), "needs_second_process", False):
+                    setattr(cls, name, None)
 
     # -- hooks -------------------------------------------------------------------
 

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from sqlstore.audit import ToolCallRecord
-from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget, SuiteBase
+from sqlstore.conformance.base import (
+    FOLLOW_TIMEOUT_S,
+    ProcessTarget,
+    SuiteBase,
+    needs_second_process,
+)
 from sqlstore.conformance.fixtures import (
     ALICE,
     BOB,
@@ -137,6 +142,7 @@ class CreatorSuite(SuiteBase):
             winner = outcomes.index("won")
             assert pair[1 - winner].sessions.load(session_id).title == f"slot-{winner}"
 
+    @needs_second_process
     def test_creator_concurrent_processes_have_one_winner(
         self, tmp_path: Path, pair: tuple[Store, Store], process_target: ProcessTarget
     ) -> None:

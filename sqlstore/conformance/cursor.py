@@ -15,7 +15,12 @@ import time
 
 import pytest
 
-from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget, SuiteBase
+from sqlstore.conformance.base import (
+    FOLLOW_TIMEOUT_S,
+    ProcessTarget,
+    SuiteBase,
+    needs_second_process,
+)
 from sqlstore.conformance.fixtures import numbered
 from sqlstore.conformance.follow import Follower
 from sqlstore.conformance.process import workers
@@ -288,6 +293,7 @@ class CursorSuite(SuiteBase):
         assert (texts([record]), record.cursor) == (["from first"], live)
         assert [e.text for e in second.events.read("conf-cur")][-1] == "from first"
 
+    @needs_second_process
     def test_cursor_second_process_appends_while_parent_follows(
         self, pair: tuple[Store, Store], process_target: ProcessTarget
     ) -> None:
@@ -304,6 +310,7 @@ class CursorSuite(SuiteBase):
         assert texts(records) == [f"child-{i}" for i in range(5)]
         assert [r.cursor for r in records] == cursors
 
+    @needs_second_process
     def test_cursor_second_process_creates_log_a_follower_waits_for(
         self, pair: tuple[Store, Store], process_target: ProcessTarget
     ) -> None:
@@ -321,6 +328,7 @@ class CursorSuite(SuiteBase):
         assert texts(records) == ["child-0", "child-1", "child-2"]
         assert [r.cursor for r in records] == cursors
 
+    @needs_second_process
     def test_cursor_second_process_reset_expires_parent_follower(
         self, pair: tuple[Store, Store], process_target: ProcessTarget
     ) -> None:
@@ -341,6 +349,7 @@ class CursorSuite(SuiteBase):
         assert isinstance(error, CursorExpired), f"follower ended with {error!r}"
         assert "new log" not in texts(follower.pending())
 
+    @needs_second_process
     def test_cursor_second_process_follows_parent_appends(
         self, pair: tuple[Store, Store], process_target: ProcessTarget
     ) -> None:
