@@ -33,6 +33,9 @@ COMMANDS = [
     ["check"],
     ["rm", "s0", "--yes"],
     ["prune", "--older-than", "1d", "--yes"],
+    ["vacuum"],
+    ["backup", "{out}/copy.db"],
+    ["export", "--format", "runlog", "--out", "{out}/export", "--all"],
 ]
 
 
@@ -133,8 +136,11 @@ def test_cli_reports_bad_files_without_traceback_or_change(tmp_path: Path, kind:
     """Each command on a bad file exits 1 with an Error and a Hint, and changes nothing."""
     db = tmp_path / "bad.db"
     BAD_FILES[kind](db)
+    out = tmp_path / "out"
+    out.mkdir()
     before = _snapshot_of(db)
-    for args in COMMANDS:
+    for template in COMMANDS:
+        args = [arg.format(out=out) for arg in template]
         result = _run(db, args)
         where = f"{kind}: sqlstore {' '.join(args)}"
         assert result.exception is None or isinstance(result.exception, SystemExit), (
@@ -146,6 +152,7 @@ def test_cli_reports_bad_files_without_traceback_or_change(tmp_path: Path, kind:
             assert result.stderr.startswith("Error: "), f"{where}: {result.stderr!r}"
             assert "Hint: " in result.stderr, f"{where}: no hint in {result.stderr!r}"
         assert _snapshot_of(db) == before, f"{where} changed the file"
+        assert list(out.iterdir()) == [], f"{where} left {list(out.iterdir())} behind"
 
 
 def _chattr(flag: str, target: Path) -> bool:
