@@ -157,39 +157,24 @@ def migrate(
         return
     progress = _Progress(sys.stdout.isatty() and not cli.json)
     try:
-        if dry_run and not cli.db.exists():
+        with ExitStack() as stack:
+            store: Any
+            if to_target is not None:
+                store = stack.enter_context(sqlstore.open(to_target))
+            elif dry_run and not cli.db.exists():
+                store = MemoryStore()  # inspect only: never create the file
+            else:
+                store = stack.enter_context(cli.open_store(create=not dry_run))
             report = run_migration(
-                MemoryStore(),
+                store,
                 source,
                 fmt=fmt,
                 batch_sessions=batch,
-                dry_run=True,
+                overwrite=overwrite,
+                dry_run=dry_run,
+                verify=verify,
                 progress=progress,
             )
-        elif to_target is not None:
-            with sqlstore.open(to_target) as store:
-                report = run_migration(
-                    store,
-                    source,
-                    fmt=fmt,
-                    batch_sessions=batch,
-                    overwrite=overwrite,
-                    dry_run=dry_run,
-                    verify=verify,
-                    progress=progress,
-                )
-        else:
-            with cli.open_store(create=not dry_run) as store:
-                report = run_migration(
-                    store,
-                    source,
-                    fmt=fmt,
-                    batch_sessions=batch,
-                    overwrite=overwrite,
-                    dry_run=dry_run,
-                    verify=verify,
-                    progress=progress,
-                )
     except KeyboardInterrupt:
         progress.close()
         click.echo(

@@ -57,12 +57,12 @@ specification is silent, these rules hold (they are the fold's contract):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from sqlstore.errors import ReconstructError
+from sqlstore.errors import ReconstructError, SessionNotFound
 from sqlstore.events import Event
 from sqlstore.model import (
     JSON,
@@ -260,6 +260,31 @@ def fold(seed: SessionSeed, events: Iterable[Event]) -> Session:
         session.title = clamp_title(folder.first_prompt)
     _land(session, folder)
     return session
+
+
+class _Loads(Protocol):
+    def load(self, session_id: str) -> Session: ...
+
+
+class _Reads(Protocol):
+    def read(self, session_id: str) -> Iterator[Event]: ...
+
+
+def load_or_fold(sessions: _Loads, events: _Reads, session_id: str, seed: object) -> Session:
+    """Return the stored snapshot, or fold the session's event log with ``seed``.
+
+    The shared body of every backend's ``sessions.load_or_fold``.
+
+    Raises:
+        TypeError: there is no snapshot and ``seed`` is not a ``SessionSeed``.
+        ReconstructError: the log cannot be folded (see :func:`fold`).
+    """
+    try:
+        return sessions.load(session_id)
+    except SessionNotFound:
+        if not isinstance(seed, SessionSeed):
+            raise TypeError("seed must be a SessionSeed") from None
+        return fold(seed, events.read(session_id))
 
 
 def _land(session: Session, folder: _Folder) -> None:

@@ -78,14 +78,9 @@ class SQLiteSessions:
 
     def load_or_fold(self, session_id: str, seed: object) -> Session:
         """Return the snapshot, or fold the event log with ``seed`` when there is none."""
-        from sqlstore.fold import SessionSeed, fold
+        from sqlstore.fold import load_or_fold
 
-        try:
-            return self.load(session_id)
-        except SessionNotFound:
-            if not isinstance(seed, SessionSeed):
-                raise TypeError("seed must be a SessionSeed") from None
-            return fold(seed, self._events.read(session_id))
+        return load_or_fold(self, self._events, session_id, seed)
 
     def list(self) -> builtins.list[StoredSession]:
         """Return every session with its modification time (no snapshot is decoded)."""
