@@ -13,15 +13,17 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retention import PolicyError, format_duration, parse_duration
+from cli.main import cli
+from retention import Policy, PolicyError, Rule, format_duration, parse_duration, plan_rows
 from sqlstore import Event, MemoryStore, Session, SQLiteStore, runlog, snapshot
 from sqlstore.cursor import encode_cursor
 from sqlstore.errors import CursorExpired, CursorMalformed, InvalidSessionId, SnapshotError
@@ -437,3 +439,61 @@ def test_fuzzed_mecatl_items_import_skip_or_fail_cleanly(
     assert snapshot.decode(snapshot.encode(imported.session)) == imported.session
     for entry in imported.log:
         assert entry.event is None or entry.event.type
+
+
+# -- the CLI's duration options ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small store for CLI fuzzing."""
+    path = tmp_path_factory.mktemp("cli") / "cli.db"
+    with SQLiteStore(path) as store:
+        store.sessions.create(Session.new("a"))
+    return path
+
+
+HUGE_DURATION_BUG = (
+    "bug: a max_age longer than the time since year 1 (e.g. 105708w) makes "
+    "retention.plan_rows compute now - max_age and raise OverflowError (see docs/reliability.md)"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=HUGE_DURATION_BUG)
+def test_huge_prune_duration_is_handled(cli_db: Path) -> None:
+    """prune --older-than with a duration longer than recorded time deletes nothing, cleanly."""
+    args = ["--db", str(cli_db), "prune", "--dry-run", "--older-than", "105708w"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=True)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code in (0, 2)
+
+
+@pytest.mark.xfail(strict=True, reason=HUGE_DURATION_BUG, raises=OverflowError)
+def test_huge_max_age_plans_nothing() -> None:
+    """A policy whose max_age reaches before year 1 plans no deletion instead of overflowing."""
+    meta = MemoryStore()
+    meta.sessions.save(Session.new("a"))
+    policy = Policy(main=Rule(max_age=timedelta(weeks=105708)), acknowledge_main_deletion=True)
+    plan = plan_rows(meta.sessions.iter_meta(), policy, datetime.now(UTC))
+    assert plan.entries == []
+
+
+@pytest.mark.xfail(strict=False, reason=HUGE_DURATION_BUG)
+@settings(FUZZ, max_examples=60)
+@given(
+    text=DURATION_TEXT,
+    command=st.sampled_from(
+        [["ls", "--older-than"], ["ls", "--newer-than"], ["prune", "--dry-run", "--older-than"]]
+    ),
+)
+def test_fuzzed_cli_durations_give_usage_errors(
+    cli_db: Path, text: str, command: list[str]
+) -> None:
+    """A duration option given any text runs, or exits 2 with a usage error; never a traceback."""
+    result = CliRunner().invoke(cli, ["--db", str(cli_db), *command, text], catch_exceptions=True)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert result.exit_code in (0, 2), (result.exit_code, result.output, result.stderr)
+    if result.exit_code == 2:
+        assert "Error: " in result.stderr
