@@ -497,3 +497,27 @@ def test_fuzzed_cli_durations_give_usage_errors(
     assert result.exit_code in (0, 2), (result.exit_code, result.output, result.stderr)
     if result.exit_code == 2:
         assert "Error: " in result.stderr
+
+
+CLI_IDS = st.one_of(
+    st.sampled_from(["a", "missing", "-x", "--", "a\x00b", ""]),
+    st.text(max_size=20).filter(lambda t: not t.startswith("-")),
+)
+
+
+@settings(FUZZ, max_examples=80)
+@given(sid=CLI_IDS, cursor=CURSORS, command=st.sampled_from(["events", "show", "audit"]))
+def test_fuzzed_cli_ids_and_cursors_never_trace_back(
+    cli_db: Path, sid: str, cursor: str, command: str
+) -> None:
+    """show/audit/events with any id (and events with any --after) exit 0, 1 or 2 cleanly."""
+    args = ["--db", str(cli_db), command, "--", sid]
+    if command == "events":
+        args = ["--db", str(cli_db), command, "--after", cursor, "--", sid]
+    result = CliRunner().invoke(cli, args, catch_exceptions=True)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert result.exit_code in (0, 1, 2), (result.exit_code, result.stderr)
+    if result.exit_code == 1:
+        assert result.stderr.startswith("Error: ") and "Hint: " in result.stderr, result.stderr
