@@ -23,7 +23,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import cli
-from retention import Policy, PolicyError, Rule, format_duration, parse_duration, plan_rows
+from retention import (
+    Policy,
+    PolicyError,
+    Rule,
+    format_duration,
+    load_config,
+    parse_duration,
+    plan_rows,
+)
+from retention.policy import config_from_mapping
 from sqlstore import Event, MemoryStore, Session, SQLiteStore, runlog, snapshot
 from sqlstore.cursor import encode_cursor
 from sqlstore.errors import CursorExpired, CursorMalformed, InvalidSessionId, SnapshotError
@@ -521,3 +530,77 @@ def test_fuzzed_cli_ids_and_cursors_never_trace_back(
     assert result.exit_code in (0, 1, 2), (result.exit_code, result.stderr)
     if result.exit_code == 1:
         assert result.stderr.startswith("Error: ") and "Hint: " in result.stderr, result.stderr
+
+
+# -- retention policy files -------------------------------------------------------------------
+
+TOML_SCALARS = st.one_of(
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.text(max_size=12),
+    DURATION_TEXT,
+)
+RULE_TABLES = st.dictionaries(
+    st.sampled_from(["max_age", "max_count", "other"]), TOML_SCALARS, max_size=3
+)
+POLICY_KEYS = ["version", "acknowledge_main_deletion", "sweep_every", "main", "scheduled", "child"]
+POLICY_MAPPINGS = st.fixed_dictionaries(
+    {
+        "retention": st.dictionaries(
+            st.sampled_from(
+                [
+                    "version",
+                    "acknowledge_main_deletion",
+                    "sweep_every",
+                    "main",
+                    "scheduled",
+                    "child",
+                ]
+            ),
+            st.one_of(TOML_SCALARS, RULE_TABLES),
+            max_size=6,
+        )
+    }
+) | st.dictionaries(st.text(max_size=8), st.one_of(TOML_SCALARS, RULE_TABLES), max_size=2)
+
+
+@FUZZ
+@given(data=POLICY_MAPPINGS)
+def test_fuzzed_policy_tables_give_policy_error(data: dict[str, Any]) -> None:
+    """A parsed policy file of any shape gives a RetentionConfig or PolicyError (with a hint)."""
+    try:
+        config = config_from_mapping(data)
+    except PolicyError as exc:
+        assert str(exc)
+        return
+    assert config.sweep_every > timedelta(0)
+
+
+POLICY_FILE_BUG = (
+    "bug: retention.load_config lets UnicodeDecodeError escape for a policy file that is "
+    "not UTF-8 (tomllib raises it before TOMLDecodeError; see docs/reliability.md)"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=POLICY_FILE_BUG, raises=UnicodeDecodeError)
+def test_non_utf8_policy_file_gives_policy_error(tmp_path: Path) -> None:
+    """A policy file that is not UTF-8 is reported as PolicyError."""
+    path = tmp_path / "policy.toml"
+    path.write_bytes(b"[retention]\nversion = 1\n\xff\xfe")
+    with pytest.raises(PolicyError):
+        load_config(path)
+
+
+@pytest.mark.xfail(strict=False, reason=POLICY_FILE_BUG)
+@FUZZ
+@given(data=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_fuzzed_policy_files_give_policy_error(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes
+) -> None:
+    """Any bytes as a policy file give a RetentionConfig or PolicyError."""
+    path = tmp_path_factory.mktemp("policy") / "policy.toml"
+    path.write_bytes(data)
+    try:
+        load_config(path)
+    except PolicyError:
+        return
