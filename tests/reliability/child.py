@@ -14,6 +14,7 @@ Roles:
     init_full DB LIMIT_BYTES            create a new store under a tiny RLIMIT_FSIZE
     appender DB SESSIONS                append to random sessions r0..rN-1 until killed
     migrate DB SOURCE                   run a run-log import in batches of 3
+    vacuumer DB                         VACUUM / incremental_vacuum in a loop until killed
 """
 
 from __future__ import annotations
@@ -289,6 +290,19 @@ def migrate(db: str, source: str) -> None:
     emit("DONE", report.imported, report.failed)
 
 
+def vacuumer(db: str) -> None:
+    """Vacuum (full, then incremental, in turn) forever, acknowledging each."""
+    from sqlstore.sqlite.maintenance import vacuum
+
+    with SQLiteStore(db) as store:
+        emit("READY")
+        n = 0
+        while True:
+            vacuum(store, incremental=n % 2 == 1)
+            emit("V", n)
+            n += 1
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -338,6 +352,7 @@ ROLES: dict[str, Callable[..., None]] = {
     "init_full": init_full,
     "appender": appender,
     "migrate": migrate,
+    "vacuumer": vacuumer,
     "probe": probe,
 }
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from sqlstore import Event, MemoryStore, Session, SQLiteStore, snapshot
+from sqlstore import Event, MemoryStore, Session, SQLiteStore, ToolCallRecord, snapshot
 from sqlstore.migrate.job import run_migration
 
 from .child import CHURN_AUDITS, CHURN_EVENTS
@@ -295,3 +295,49 @@ def test_import_killed_repeatedly_then_resumed_imports_each_item_once(tmp_path: 
                 clean.sessions.load(sid)
             ), f"{sid}: snapshot differs"
     assert integrity(db) == ["ok"]
+
+
+def _store_state(db: Path) -> dict[str, tuple[int, int, int]]:
+    with SQLiteStore(db, readonly=True) as store:
+        return {
+            s.id: (
+                len(list(store.events.read(s.id))),
+                len(store.audit.list(s.id)),
+                len(store.sessions.load(s.id).messages),
+            )
+            for s in store.sessions.list()
+        }
+
+
+def test_vacuum_killed_midway_leaves_the_store_intact(tmp_path: Path) -> None:
+    """SIGKILL during VACUUM or incremental_vacuum never damages or changes the data."""
+    seed = int.from_bytes(os.urandom(4), "big")
+    rng = random.Random(seed)
+    db = tmp_path / "vacuum.db"
+    with SQLiteStore(db, durability="normal") as store:
+        for i in range(400):
+            sid = f"v{i}"
+            store.sessions.create(Session.new(sid, title="t" * 500))
+            for seq in range(3):
+                store.events.append_event(sid, Event("e", seq=seq, text="p" * 4_000))
+            store.audit.record(ToolCallRecord(session_id=sid, call_id="c", args="a" * 1_000))
+        for i in range(0, 400, 3):
+            store.sessions.delete(f"v{i}")
+    expected = _store_state(db)
+    vacuums = 0
+    for _ in range(4):
+        proc = spawn("vacuumer", str(db))
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline() == "READY\n"
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        out = proc.stdout.read()
+        proc.wait(30)
+        proc.stdout.close()
+        proc.stderr.close()
+        vacuums += out.count("V ")
+        assert integrity(db) == ["ok"], f"seed {seed}"
+        assert _store_state(db) == expected, f"seed {seed}: data changed by an interrupted vacuum"
+    with SQLiteStore(db) as store:
+        store.sessions.save(Session.new("after"))
+    print(f"vacuum: 4 kills, {vacuums} vacuums completed")
