@@ -15,6 +15,7 @@ Roles:
     appender DB SESSIONS                append to random sessions r0..rN-1 until killed
     migrate DB SOURCE                   run a run-log import in batches of 3
     vacuumer DB                         VACUUM / incremental_vacuum in a loop until killed
+    leaser DB NAME TTL_S                take a lease, print it, wait to be killed
 """
 
 from __future__ import annotations
@@ -303,6 +304,14 @@ def vacuumer(db: str) -> None:
             n += 1
 
 
+def leaser(db: str, name: str, ttl_s: str) -> None:
+    """Take a lease, print its token and expiry, then wait to be killed."""
+    with SQLiteStore(db) as store:
+        lease = store.leases.acquire(name, f"pid{os.getpid()}", timedelta(seconds=float(ttl_s)))
+        emit("LEASE", lease.token, lease.expires_at.isoformat())
+        time.sleep(3600)
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -353,6 +362,7 @@ ROLES: dict[str, Callable[..., None]] = {
     "appender": appender,
     "migrate": migrate,
     "vacuumer": vacuumer,
+    "leaser": leaser,
     "probe": probe,
 }
 

@@ -18,11 +18,13 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from sqlstore import Event, MemoryStore, Session, SQLiteStore, ToolCallRecord, snapshot
+from sqlstore.errors import LeaseHeld
 from sqlstore.migrate.job import run_migration
 
 from .child import CHURN_AUDITS, CHURN_EVENTS
@@ -341,3 +343,28 @@ def test_vacuum_killed_midway_leaves_the_store_intact(tmp_path: Path) -> None:
     with SQLiteStore(db) as store:
         store.sessions.save(Session.new("after"))
     print(f"vacuum: 4 kills, {vacuums} vacuums completed")
+
+
+def test_lease_of_a_killed_holder_blocks_until_expiry_then_fences(tmp_path: Path) -> None:
+    """A killed holder's lease stays held until it expires; the next owner gets a larger token."""
+    db = tmp_path / "lease.db"
+    SQLiteStore(db).close()
+    proc = spawn("leaser", str(db), "job", "1.5")
+    assert proc.stdout is not None and proc.stderr is not None
+    line = proc.stdout.readline().split()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    proc.stdout.close()
+    proc.stderr.close()
+    assert line[0] == "LEASE", line
+    token, expires = int(line[1]), datetime.fromisoformat(line[2])
+    with SQLiteStore(db) as store:
+        if datetime.now(UTC) < expires - timedelta(milliseconds=200):
+            assert "job" in store.leases.held()
+            with pytest.raises(LeaseHeld):
+                store.leases.acquire("job", "successor", timedelta(seconds=30))
+        while datetime.now(UTC) <= expires:
+            time.sleep(0.05)
+        lease = store.leases.acquire("job", "successor", timedelta(seconds=30))
+        assert lease.token == token + 1
+        assert store.leases.held() == {"job"}
