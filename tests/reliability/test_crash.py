@@ -35,6 +35,9 @@ pytestmark = pytest.mark.slow
 KILL_DELAY_MAX_S = 0.35
 """Longest random wait between the child's READY line and SIGKILL."""
 
+CHURN_KILL_DELAY_S = (0.1, 1.0)
+"""Kill window for the churn writer, whose steps (16 fsynced writes each) are slow."""
+
 
 @dataclass
 class Acks:
@@ -79,7 +82,8 @@ def _run_and_kill(db: Path, mode: str, threads: int, durability: str, rng: rando
         time.sleep(rng.uniform(0.0, 0.08))
     else:
         assert ready.wait(60), "writer never became ready"
-        time.sleep(rng.uniform(0.0, KILL_DELAY_MAX_S))
+        low, high = CHURN_KILL_DELAY_S if mode == "churn" else (0.0, KILL_DELAY_MAX_S)
+        time.sleep(rng.uniform(low, high))
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     reader.join(30)
