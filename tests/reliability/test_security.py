@@ -8,6 +8,7 @@
 * The packages never use pickle, marshal, shelve, eval or exec.
 * ``delete``, ``delete_if_unchanged`` and retention's prune never touch a session
   outside their arguments, however similar its id (prefixes, LIKE wildcards, case).
+* ``sqlstore export`` never writes outside ``--out``, whatever the session ids.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from pathlib import Path
 
 import apsw
 import pytest
+from click.testing import CliRunner
 from freezegun import freeze_time
 
 import retention
+from cli.main import cli
 from sqlstore import Event, Principal, Session, SQLiteStore, ToolCallRecord
 from sqlstore.errors import SessionNotFound
 
@@ -242,3 +245,33 @@ def test_prune_touches_only_planned_sessions(tmp_path: Path) -> None:
         for sid in old:
             _assert_gone(store, sid)
         _assert_intact(store, [sid for sid in NEIGHBOURS if sid not in old])
+
+
+TRAVERSAL_IDS = ["../escape", "../../etc/passwd-x", "a/b", "/abs", "..", ".", "ok", ".hidden"]
+
+
+@pytest.mark.parametrize("fmt", ["runlog", "mecatl"])
+def test_export_never_writes_outside_its_directory(tmp_path: Path, fmt: str) -> None:
+    """Exporting sessions whose ids look like paths writes only inside --out."""
+    db = tmp_path / "store" / "s.db"
+    with SQLiteStore(db) as store:
+        for sid in TRAVERSAL_IDS:
+            store.sessions.save(Session.new(sid))
+            store.events.append_event(sid, Event("message", text="hi"))
+    out = tmp_path / "deep" / "out"
+    out.parent.mkdir()
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    args = ["--db", str(db), "export", "--format", fmt, "--out", str(out), "--all"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=True)
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    outside = [
+        p
+        for p in after
+        if p not in before and not p.startswith("deep/out") and not p.startswith("store/s.db")
+    ]
+    assert outside == [], f"export wrote outside --out: {outside}"
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert written, "nothing was exported"
+    for path in written:
+        assert path.resolve().is_relative_to(out.resolve())
