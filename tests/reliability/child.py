@@ -9,6 +9,7 @@ Roles:
     diskfull DB EXTRA_BYTES             write under RLIMIT_FSIZE until the store refuses
     hammer DB WORKER SECONDS OUT        2 threads of random create/save/append/delete/record
     umask DB BASE                       create a store under umask 0, print the modes
+    export_umask DB BASE                export and back up under umask 0, print the modes
     probe DB                            open, read, write; print what happened as JSON
     opener DB GO_FILE                   wait for GO_FILE, then open/create the store and write
     init_full DB LIMIT_BYTES            create a new store under a tiny RLIMIT_FSIZE
@@ -326,6 +327,32 @@ def umask(db: str, base: str) -> None:
     emit(json.dumps(modes))
 
 
+def export_umask(db: str, base: str) -> None:
+    """Under umask 0, export (both formats) and back up into new nested directories."""
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    os.umask(0)
+    with SQLiteStore(db) as store:
+        store.sessions.save(Session.new("u"))
+        store.events.append_event("u", Event("message", text="hi"))
+    runs = {
+        "runlog": ["export", "--format", "runlog", "--out", f"{base}/r1/r2/out", "--all"],
+        "mecatl": ["export", "--format", "mecatl", "--out", f"{base}/m1/m2/out", "--all"],
+        "backup": ["backup", f"{base}/b1/b2/copy.db"],
+    }
+    codes = {}
+    for name, args in runs.items():
+        codes[name] = CliRunner().invoke(cli, ["--db", db, *args]).exit_code
+    modes = {}
+    for root, dirs, files in os.walk(base):
+        for entry in dirs + files:
+            full = os.path.join(root, entry)
+            modes[os.path.relpath(full, base)] = os.stat(full).st_mode & 0o777
+    emit(json.dumps({"codes": codes, "modes": modes}))
+
+
 def probe(db: str) -> None:
     """Open, read and write the store; print each step's outcome class as JSON."""
     result: dict[str, Any] = {"uid": os.geteuid()}
@@ -357,6 +384,7 @@ ROLES: dict[str, Callable[..., None]] = {
     "diskfull": diskfull,
     "hammer": hammer,
     "umask": umask,
+    "export_umask": export_umask,
     "opener": opener,
     "init_full": init_full,
     "appender": appender,
