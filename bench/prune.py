@@ -237,6 +237,18 @@ def main() -> None:
             ),
         )
     )
+    result.rows.append(
+        Row(
+            f"prune {int(deleted):,} of {size['sessions']:,}: sessions/s and peak RSS",
+            f"{rate(median([r['sessions_per_s'] for r in runs]))}, "
+            f"{median([r['rss_kib'] for r in runs]) / 1024:.0f} MiB",
+            "—",
+            "—",
+            "report",
+            None,
+            note="sessions deleted ÷ (plan + sweep) seconds; RSS of the prune process",
+        )
+    )
     result.details = {"runs": runs, "ratios": ratios}
     emit(result, args)
 
