@@ -70,7 +70,9 @@ class Result:
 
 def make_parser(description: str) -> argparse.ArgumentParser:
     """Return an argument parser with the options every script shares."""
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument(
         "--reps", type=int, default=None, help=f"repetitions (default {DEFAULT_REPS})"

@@ -237,7 +237,9 @@ def render(
 
 def main() -> None:
     """Run the scripts and write the report."""
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions for every script")
     parser.add_argument("--dir", default=None, help="directory for databases and baselines")
