@@ -4,9 +4,9 @@ Not part of sqlstore. Put this directory first on ``PYTHONPATH`` and switch a fi
 on with its environment variable; spawned worker processes inherit both, so the
 multi-process benchmarks are patched too::
 
-    BENCH_GC_FIX=1 PYTHONPATH=bench/ab .venv/bin/python bench/append_threads.py
-    BENCH_FLOCK_FIX=1 PYTHONPATH=bench/ab .venv/bin/python bench/append_procs.py
-    BENCH_FLOCK_FIX=1 PYTHONPATH=bench/ab .venv/bin/python bench/prune.py --sessions 20000
+    BENCH_GC_FIX=1 PYTHONPATH=bench/ab:. .venv/bin/python bench/append_threads.py
+    BENCH_FLOCK_FIX=1 PYTHONPATH=bench/ab:. .venv/bin/python bench/append_procs.py
+    BENCH_FLOCK_FIX=1 PYTHONPATH=bench/ab:. .venv/bin/python bench/prune.py --sessions 20000
 
 * ``BENCH_GC_FIX``: the group-commit leader commits only until its own write is
   done, then hands leadership to the oldest waiting writer (no starvation).
