@@ -73,8 +73,10 @@ CREATE TABLE leases (
 );
 
 -- Small counters: inventory_generation (bumped by save, create and delete) and
--- write_seq (the source of sessions.version: every write to a session takes the next
--- value, so a version is never reused, not even after a delete and a re-create).
+-- write_seq, which keeps sessions.version from ever repeating for an id: a snapshot
+-- write takes max(row version, write_seq) + 1 and stores it here, an event append or
+-- audit record adds 1 to the row's version, and a delete raises write_seq to the
+-- deleted row's version, so a re-created session starts above every old version.
 CREATE TABLE store_meta (
     key   TEXT PRIMARY KEY NOT NULL,
     value INTEGER NOT NULL

@@ -173,9 +173,16 @@ def ensure_schema(conn: apsw.Connection, path: str, *, readonly: bool = False) -
 def _check_schema(conn: apsw.Connection, path: str, readonly: bool) -> None:
     _check_header(path)
     with translated(path):
-        app_id = _scalar(conn, "PRAGMA application_id")
-        version = _scalar(conn, "PRAGMA user_version")
-        tables = _scalar(conn, "SELECT count(*) FROM sqlite_schema")
+        # One read transaction, so the three values come from the same commit: read
+        # apart, another process initialising the file in between would make it look
+        # like a foreign database (application_id still 0, but tables already there).
+        conn.execute("BEGIN")
+        try:
+            app_id = _scalar(conn, "PRAGMA application_id")
+            version = _scalar(conn, "PRAGMA user_version")
+            tables = _scalar(conn, "SELECT count(*) FROM sqlite_schema")
+        finally:
+            conn.execute("COMMIT")
     if app_id != APPLICATION_ID:
         if app_id != 0 or version != 0 or tables != 0:
             raise ForeignDatabase(

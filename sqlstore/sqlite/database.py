@@ -44,6 +44,9 @@ T = TypeVar("T")
 MAX_BATCH_OPS = 256
 """Most write functions folded into one transaction."""
 
+LEADER_RECHECK_S = 0.05
+"""Safety net only: a waiting writer re-tries leadership this often (hand-off is direct)."""
+
 MAX_IDLE_READERS = 8
 """Reader connections kept open for reuse."""
 
@@ -144,18 +147,28 @@ class Database:
         with self._pending_lock:
             self._pending.append(op)
         while not op.done.is_set():
-            if self._leader.acquire(blocking=False):
-                try:
-                    self._drain()
-                finally:
-                    self._leader.release()
-                # An op queued between our last drain and the release is ours to run now
-                # (its thread failed to become leader while we held the lock).
-                continue
-            op.done.wait(0.05)
+            self._lead()
+            # Whoever holds the leader lock runs our op, then checks for more after release.
+            op.done.wait(LEADER_RECHECK_S)
         if op.error is not None:
             raise op.error
         return op.result  # type: ignore[return-value]
+
+    def _lead(self) -> None:
+        """Become leader if nobody is, and commit what is queued; repeat while work remains.
+
+        The check after each release closes the hand-off gap: a thread that queued
+        its op while we held the lock failed to become leader and is waiting, so
+        whoever releases the lock last must look at the queue again.
+        """
+        while self._leader.acquire(blocking=False):
+            try:
+                self._drain()
+            finally:
+                self._leader.release()
+            with self._pending_lock:
+                if not self._pending:
+                    return
 
     def _drain(self) -> None:
         while True:
@@ -171,37 +184,44 @@ class Database:
                     op.done.set()
 
     def _commit(self, batch: list[_Op[Any]]) -> None:
+        """Run a batch in one transaction; if one op fails, run each op on its own.
+
+        The optimistic path runs every op back to back (no savepoint per op: most
+        writes cannot fail once their input is encoded). When an op raises, the
+        whole transaction is rolled back and every op of the batch is run again
+        in a transaction of its own, so the failure stays with its op.
+        """
+        if len(batch) > 1 and self._transaction(batch, isolate=False):
+            return
+        for op in batch:
+            op.result, op.error = None, None
+            self._transaction([op], isolate=True)
+
+    def _transaction(self, ops: list[_Op[Any]], *, isolate: bool) -> bool:
+        """Run ``ops`` in one transaction; return False if an op failed (all rolled back).
+
+        With ``isolate`` (one op) the op's own failure is recorded on it. Without,
+        an op failure leaves the ops untouched for the caller to run one by one.
+        A failure to begin or commit is recorded on every op either way.
+        """
         conn = self._writer
         try:
             conn.execute("BEGIN IMMEDIATE")
         except apsw.Error as exc:
             error = translate(exc, self.path)
-            for op in batch:
+            for op in ops:
                 op.error = error
-            return
-        single = len(batch) == 1
-        ran: list[_Op[Any]] = []
+            return True
         try:
-            for op in batch:
-                if single:
-                    try:
-                        op.result = op.fn(conn)
-                    except BaseException as exc:
-                        op.error = self._as_store_error(exc)
-                        conn.execute("ROLLBACK")
-                        return
-                    ran.append(op)
-                    continue
-                conn.execute("SAVEPOINT op")
+            for op in ops:
                 try:
                     op.result = op.fn(conn)
                 except BaseException as exc:
-                    op.error = self._as_store_error(exc)
-                    conn.execute("ROLLBACK TO op")
-                    conn.execute("RELEASE op")
-                else:
-                    conn.execute("RELEASE op")
-                    ran.append(op)
+                    conn.execute("ROLLBACK")
+                    if isolate:
+                        op.error = self._as_store_error(exc)
+                        return True
+                    return False
             conn.execute("COMMIT")
         except apsw.Error as exc:
             error = translate(exc, self.path)
@@ -209,12 +229,12 @@ class Database:
                 # The transaction may already be gone: SQLite rolls back on some errors.
                 with contextlib.suppress(apsw.Error):
                     conn.execute("ROLLBACK")
-            for op in ran:
+            for op in ops:
                 op.result = None
                 op.error = error
-            return
-        if ran:
-            self.notifier.bump()
+            return True
+        self.notifier.bump()
+        return True
 
     def _as_store_error(self, exc: BaseException) -> BaseException:
         if isinstance(exc, apsw.Error) and not isinstance(exc, apsw.SQLError | apsw.BindingsError):

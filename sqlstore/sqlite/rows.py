@@ -26,10 +26,19 @@ META_COLUMNS = (
 )
 
 
-def next_version(conn: apsw.Connection) -> int:
-    """Take the next value of the store-wide write sequence (never reused)."""
+def next_snapshot_version(conn: apsw.Connection, session_id: str) -> int:
+    """Return the version for a snapshot write: above the row's and above ``write_seq``.
+
+    Versions never repeat for an id, not even across delete and re-create:
+    appends and audit records add one to the row's version, a snapshot write
+    takes ``max(row version, write_seq) + 1`` and stores it in ``write_seq``, and
+    a delete raises ``write_seq`` to the deleted row's version.
+    """
     row = conn.execute(
-        "UPDATE store_meta SET value = value + 1 WHERE key = 'write_seq' RETURNING value"
+        "UPDATE store_meta SET value = max(value, coalesce("
+        "(SELECT version FROM sessions WHERE id = ?), 0)) + 1 "
+        "WHERE key = 'write_seq' RETURNING value",
+        (session_id,),
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -53,7 +62,7 @@ def _canonical(value: dict[str, Any]) -> str:
 
 def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_at_ns: int) -> int:
     """Insert or replace a snapshot row; return its new version."""
-    version = next_version(conn)
+    version = next_snapshot_version(conn, session.id)
     owner = session.owner
     conn.execute(
         "INSERT INTO sessions (id, snapshot, state, kind, relationship, owner, owner_key, "
@@ -92,12 +101,11 @@ def session_exists(conn: apsw.Connection, session_id: str) -> bool:
 
 
 def touch_session(conn: apsw.Connection, session_id: str, now_ns: int) -> None:
-    """Record a write to a session (event or audit): new modified_at and version."""
-    if session_exists(conn, session_id):
-        conn.execute(
-            "UPDATE sessions SET modified_at_ns = ?, version = ? WHERE id = ?",
-            (now_ns, next_version(conn), session_id),
-        )
+    """Record a write to a session (event or audit): new modified_at, version + 1."""
+    conn.execute(
+        "UPDATE sessions SET modified_at_ns = ?, version = version + 1 WHERE id = ?",
+        (now_ns, session_id),
+    )
 
 
 def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
@@ -105,11 +113,14 @@ def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
     conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-    existed = conn.changes() > 0
-    if existed:
-        bump_inventory_generation(conn)
-    return existed
+    gone = conn.execute(
+        "DELETE FROM sessions WHERE id = ? RETURNING version", (session_id,)
+    ).fetchone()
+    if gone is None:
+        return False
+    conn.execute("UPDATE store_meta SET value = max(value, ?) WHERE key = 'write_seq'", (gone[0],))
+    bump_inventory_generation(conn)
+    return True
 
 
 def meta_from_row(row: tuple[Any, ...]) -> SessionMeta:
@@ -142,25 +153,22 @@ def append_record(
 ) -> tuple[str, int]:
     """Append one record to a session's log (creating the log); return (generation, pos)."""
     row = conn.execute(
-        "SELECT generation, length FROM event_logs WHERE session_id = ?", (session_id,)
+        "UPDATE event_logs SET length = length + 1, modified_at_ns = ? WHERE session_id = ? "
+        "RETURNING generation, length",
+        (now_ns, session_id),
     ).fetchone()
     if row is None:
-        generation, length = new_generation(), 0
+        generation, pos = new_generation(), 1
         conn.execute(
             "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
-            "VALUES (?, ?, 0, ?)",
+            "VALUES (?, ?, 1, ?)",
             (session_id, generation, now_ns),
         )
     else:
-        generation, length = row[0], row[1]
-    pos = length + 1
+        generation, pos = str(row[0]), int(row[1])
     conn.execute(
         "INSERT INTO events (session_id, pos, is_gap, type, at_ns, body) VALUES (?, ?, ?, ?, ?, ?)",
         (session_id, pos, int(is_gap), event_type, now_ns, body),
-    )
-    conn.execute(
-        "UPDATE event_logs SET length = ?, modified_at_ns = ? WHERE session_id = ?",
-        (pos, now_ns, session_id),
     )
     return generation, pos
 
