@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +18,7 @@ import apsw
 from sqlstore.errors import (
     ForeignDatabase,
     SchemaTooNew,
+    StoreBusy,
     StoreCorrupt,
     StoreError,
     StoreMissing,
@@ -29,6 +31,8 @@ Durability = Literal["full", "normal"]
 APPLICATION_ID = 0x53514C53  # "SQLS"
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 5_000
+WAL_SWITCH_RETRY_S = BUSY_TIMEOUT_MS / 1000
+"""How long opening keeps retrying the switch of a new file to WAL mode while it is busy."""
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -211,10 +215,22 @@ def _check_schema(conn: apsw.Connection, path: str, readonly: bool) -> None:
 
 
 def _ensure_wal(conn: apsw.Connection, path: str) -> None:
-    with translated(path):
-        mode = _scalar(conn, "PRAGMA journal_mode")
-        if mode != "wal":
-            mode = _scalar(conn, "PRAGMA journal_mode=WAL")
+    # Switching a new file to WAL reads its header and then upgrades to a write lock.
+    # SQLite does not call the busy handler for such an upgrade (it could deadlock,
+    # https://sqlite.org/c3ref/busy_handler.html), so when several processes create
+    # the same file at once, one of them may get SQLITE_BUSY at once: retry.
+    deadline = time.monotonic() + WAL_SWITCH_RETRY_S
+    while True:
+        try:
+            with translated(path):
+                mode = _scalar(conn, "PRAGMA journal_mode")
+                if mode != "wal":
+                    mode = _scalar(conn, "PRAGMA journal_mode=WAL")
+            break
+        except StoreBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
     if mode != "wal":
         raise StoreError(
             f"{path}: could not switch to WAL mode (journal_mode is {mode!r})",

@@ -29,6 +29,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -249,7 +250,8 @@ def opener(db: str, go_file: str) -> None:
             store.events.append_event("shared", Event("hello", text=str(os.getpid())))
         emit("OK")
     except StoreError as exc:
-        emit("ERROR", type(exc).__name__, str(exc))
+        where = " | ".join(traceback.format_exception(exc)).replace("\n", " ")
+        emit("ERROR", type(exc).__name__, str(exc), where)
     except Exception as exc:  # a raw error is the finding
         emit("RAW", type(exc).__name__, str(exc))
 
