@@ -8,7 +8,8 @@ of a fresh ``SQLiteStore`` (``durability="full"``) in the same directory,
 alternating in blocks of ``--block`` operations so both see the same moments of
 a noisy machine. The ratio is the median of the per-repetition ratios. A third
 runner, a bare apsw one-row ``INSERT`` + ``COMMIT`` in WAL with
-``synchronous=FULL``, shows what SQLite itself costs per durable commit here.
+``synchronous=FULL``, shows what SQLite itself costs per durable commit here; a
+fourth appends to a session whose snapshot is ``--big-kib`` KiB (extra row).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from harness import (
     times,
     work_dir,
 )
+from snapshot_save import big_session
 
 from sqlstore import Event, Session, SQLiteStore
 
@@ -55,26 +57,43 @@ def bare_sqlite(path: Path) -> Callable[[int], None]:
     return run
 
 
-def one_rep(directory: Path, count: int, block: int, tag: str) -> dict[str, float]:
-    """Return appends/s of ours and of the raw loop, run in alternating blocks."""
+def appender(store: SQLiteStore, session_id: str, events: list[Event]) -> Callable[[int], None]:
+    """Return a runner that appends the next ``k`` events to ``session_id``."""
+    position = [0]
+    append = store.events.append_event
+
+    def run(k: int) -> None:
+        at = position[0]
+        for event in events[at : at + k]:
+            append(session_id, event)
+        position[0] = at + k
+
+    return run
+
+
+def one_rep(directory: Path, count: int, block: int, big_kib: int, tag: str) -> dict[str, float]:
+    """Return appends/s of ours (small and big snapshot), the raw loop and the SQLite floor."""
     events = [Event("message", i, 1, event_text(i), "run-0001") for i in range(count)]
     raw = RawLog(directory)
-    with SQLiteStore(directory / f"single-{tag}.db") as store:
+    with (
+        SQLiteStore(directory / f"single-{tag}.db") as store,
+        SQLiteStore(directory / f"single-big-{tag}.db") as big_store,
+    ):
         store.sessions.create(Session.new("bench-single"))
-        for event in events[: min(10, count)]:
-            store.events.append_event("bench-single", event)  # warm-up: statements cached
+        big = big_session(big_kib)
+        big_store.sessions.create(big)
+        for event in events[: min(10, count)]:  # warm-up: statements cached
+            store.events.append_event("bench-single", event)
+            big_store.events.append_event(big.id, event)
         raw.append(10)
-        position = [0]
-
-        def append(k: int) -> None:
-            at = position[0]
-            for event in events[at : at + k]:
-                store.events.append_event("bench-single", event)
-            position[0] = at + k
-
-        floor = bare_sqlite(directory / f"bare-{tag}.db")
+        runners = {
+            "ours": appender(store, "bench-single", events),
+            "raw": raw.append,
+            "sqlite": bare_sqlite(directory / f"bare-{tag}.db"),
+            "big": appender(big_store, big.id, events),
+        }
         try:
-            return interleave({"ours": append, "raw": raw.append, "sqlite": floor}, count, block)
+            return interleave(runners, count, block)
         finally:
             raw.close()
 
@@ -84,20 +103,29 @@ def main() -> None:
     parser = make_parser(__doc__ or "")
     parser.add_argument("--appends", type=int, default=None, help="appends per repetition")
     parser.add_argument("--block", type=int, default=None, help="operations per alternation")
+    parser.add_argument("--big-kib", type=int, default=None, help="snapshot size, extra row")
     args = parser.parse_args()
-    size = sizes(args, full={"appends": 3000, "block": 100}, quick={"appends": 20, "block": 5})
+    size = sizes(
+        args,
+        full={"appends": 3000, "block": 100, "big_kib": 1024},
+        quick={"appends": 20, "block": 5, "big_kib": 16},
+    )
     raws: list[float] = []
     ours: list[float] = []
     floors: list[float] = []
+    bigs: list[float] = []
     with work_dir(args, "single") as directory:
         for rep in range(size["reps"]):
-            got = one_rep(directory, size["appends"], size["block"], str(rep))
+            got = one_rep(directory, size["appends"], size["block"], size["big_kib"], str(rep))
             raws.append(got["raw"])
             ours.append(got["ours"])
             floors.append(got["sqlite"])
+            bigs.append(got["big"])
     ratios = [o / r for o, r in zip(ours, raws, strict=True)]
     ratio = median(ratios)
     floor_ratio = median([f / r for f, r in zip(floors, raws, strict=True)])
+    big_ratios = [b / r for b, r in zip(bigs, raws, strict=True)]
+    big_ratio = median(big_ratios)
     result = Result(
         "append_single",
         "durable append_event, one thread",
@@ -114,9 +142,26 @@ def main() -> None:
                     f"SQLite floor in the same run (bare apsw one-row INSERT + COMMIT, WAL, "
                     f"synchronous=FULL): {rate(median(floors))} = {times(floor_ratio)} raw"
                 ),
-            )
+            ),
+            Row(
+                f"durable `append_event`/s, one thread, session with a "
+                f"{size['big_kib'] * 1024 / 1e6:.2f} MB snapshot",
+                rate(median(bigs)),
+                f"{rate(median(raws))} raw 200 B write+fsync",
+                times(big_ratio),
+                f"≥ {GOAL_RATIO}x",
+                big_ratio >= GOAL_RATIO,
+                note="extra row: each append also updates the session row that holds the snapshot",
+            ),
         ],
-        details={"ours_per_s": ours, "raw_per_s": raws, "sqlite_per_s": floors, "ratios": ratios},
+        details={
+            "ours_per_s": ours,
+            "raw_per_s": raws,
+            "sqlite_per_s": floors,
+            "big_snapshot_per_s": bigs,
+            "ratios": ratios,
+            "big_ratios": big_ratios,
+        },
     )
     emit(result, args)
 
