@@ -42,7 +42,7 @@ import json
 from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from retention.policy import Policy, Rule
@@ -174,6 +174,18 @@ def _order_key(meta: SessionMeta) -> tuple[datetime, str]:
     return (meta.modified_at, meta.id)
 
 
+def age_cutoff(now: datetime, max_age: timedelta) -> datetime:
+    """Return ``now - max_age``; an age reaching before year 1 gives the earliest instant.
+
+    No session can be older than that, so such a rule selects nothing by age
+    (instead of overflowing).
+    """
+    try:
+        return now - max_age
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
 def plan_rows(
     rows: Iterable[SessionMeta],
     policy: Policy,
@@ -204,7 +216,9 @@ def plan_rows(
         rule = policy.rule_for(kind)
         rules[kind] = rule if rule is not None and rule.enabled else None
         cutoffs[kind] = (
-            now - rule.max_age if rule is not None and rule.max_age > timedelta(0) else None
+            age_cutoff(now, rule.max_age)
+            if rule is not None and rule.max_age > timedelta(0)
+            else None
         )
     heaps: dict[Kind, list[tuple[datetime, str, int, SessionMeta]]] = {}
     tie = itertools.count()

@@ -234,7 +234,7 @@ def load_config(path: str | os.PathLike[str]) -> RetentionConfig:
             f"cannot read policy file {os.fspath(path)!r}: {exc.strerror or exc}",
             hint="Pass an existing TOML file with --config.",
         ) from exc
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"policy file {os.fspath(path)!r} is not valid TOML: {exc}") from exc
     return config_from_mapping(data)
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from sqlstore import clock
 from sqlstore.errors import MigrationError, SessionNotFound
 from sqlstore.events import Event
+from sqlstore.files import make_private_dirs
 from sqlstore.jsonl import dumps_line
 from sqlstore.migrate.items import FORMAT_MECATL, FORMAT_RUNLOG, FORMATS
 from sqlstore.migrate.mecatl_events import (
@@ -101,7 +102,8 @@ def export_sessions(
     if root.exists() and not root.is_dir():
         raise MigrationError(f"{root} exists and is not a directory")
     folder = root / V2_DIR if fmt == FORMAT_MECATL else root
-    folder.mkdir(mode=EXPORT_DIR_MODE, parents=True, exist_ok=True)
+    # Every directory created here is 0700, intermediate ones too, whatever the umask.
+    make_private_dirs(os.fspath(folder))
     report = ExportReport(format=fmt, out=str(root))
     if session_ids is None:
         session_ids = sorted(s.id for s in store.sessions.list())

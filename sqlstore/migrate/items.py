@@ -71,7 +71,7 @@ def read_item(item: SourceItem) -> ItemBytes:
         mtimes_ns[path] = stat.st_mtime_ns
         size += len(data)
         mtime_ns = max(mtime_ns, stat.st_mtime_ns)
-        name = path.name.encode("utf-8")
+        name = os.fsencode(path.name)  # a name need not be valid UTF-8
         digest.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big") + data)
     return ItemBytes(item, contents, mtimes_ns, Fingerprint(size, mtime_ns, digest.hexdigest()))
 

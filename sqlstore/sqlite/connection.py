@@ -24,6 +24,7 @@ from sqlstore.errors import (
     StoreMissing,
     UnsafePath,
 )
+from sqlstore.files import make_private_dirs
 from sqlstore.sqlite.translate import translated
 
 Durability = Literal["full", "normal"]
@@ -34,7 +35,6 @@ BUSY_TIMEOUT_MS = 5_000
 WAL_SWITCH_RETRY_S = BUSY_TIMEOUT_MS / 1000
 """How long opening keeps retrying the switch of a new file to WAL mode while it is busy."""
 FILE_MODE = 0o600
-DIR_MODE = 0o700
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
@@ -64,7 +64,7 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool) -> str:
         return text
     if not create:
         raise StoreMissing(f"no database at {text}")
-    _make_private_dirs(os.path.dirname(os.path.abspath(text)))
+    make_private_dirs(os.path.dirname(os.path.abspath(text)))
     try:
         fd = os.open(text, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     except FileExistsError:
@@ -78,37 +78,6 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool) -> str:
     finally:
         os.close(fd)
     return text
-
-
-def _make_private_dirs(parent: str) -> None:
-    """Create ``parent`` and each missing ancestor with mode 0700, whatever the umask.
-
-    ``os.makedirs(mode=...)`` applies the mode to the last directory only; the
-    intermediate ones would get 0777 minus the umask (world-writable under umask 0).
-
-    Raises:
-        StoreReadOnly: a directory cannot be created for lack of permission.
-        UnsafePath: a component of the path exists and is not a directory.
-    """
-    from sqlstore.errors import StoreReadOnly
-
-    missing: list[str] = []
-    current = parent
-    while not os.path.isdir(current):
-        missing.append(current)
-        current = os.path.dirname(current)
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, DIR_MODE)
-        except FileExistsError:
-            if not os.path.isdir(directory):
-                raise UnsafePath(f"{directory} exists and is not a directory") from None
-            continue  # created meanwhile by another process; its mode is its creator's
-        except PermissionError as exc:
-            raise StoreReadOnly(f"cannot create directory {directory}: {exc.strerror}") from exc
-        except NotADirectoryError as exc:
-            raise UnsafePath(f"cannot create directory {directory}: {exc.strerror}") from exc
-        os.chmod(directory, DIR_MODE)
 
 
 def _check_header(path: str) -> None:

@@ -70,12 +70,6 @@ def test_odd_entries_in_a_run_log_source_are_skipped_not_fatal(tmp_path: Path, a
     assert again.imported == 0 and again.failed == report.failed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a file name that is not UTF-8 crashes the whole import with UnicodeEncodeError "
-    "in sqlstore.migrate.items.read_item (see docs/reliability.md)",
-    raises=UnicodeEncodeError,
-)
 def test_non_utf8_file_name_is_reported_not_fatal(tmp_path: Path, alarm: None) -> None:
     """A run log whose file name is not UTF-8 is skipped or failed; the others import."""
     source = tmp_path / "src"

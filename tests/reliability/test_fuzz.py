@@ -462,13 +462,6 @@ def cli_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-HUGE_DURATION_BUG = (
-    "bug: a max_age longer than the time since year 1 (e.g. 105708w) makes "
-    "retention.plan_rows compute now - max_age and raise OverflowError (see docs/reliability.md)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=HUGE_DURATION_BUG)
 def test_huge_prune_duration_is_handled(cli_db: Path) -> None:
     """prune --older-than with a duration longer than recorded time deletes nothing, cleanly."""
     args = ["--db", str(cli_db), "prune", "--dry-run", "--older-than", "105708w"]
@@ -477,7 +470,6 @@ def test_huge_prune_duration_is_handled(cli_db: Path) -> None:
     assert result.exit_code in (0, 2)
 
 
-@pytest.mark.xfail(strict=True, reason=HUGE_DURATION_BUG, raises=OverflowError)
 def test_huge_max_age_plans_nothing() -> None:
     """A policy whose max_age reaches before year 1 plans no deletion instead of overflowing."""
     meta = MemoryStore()
@@ -487,7 +479,6 @@ def test_huge_max_age_plans_nothing() -> None:
     assert plan.entries == []
 
 
-@pytest.mark.xfail(strict=False, reason=HUGE_DURATION_BUG)
 @settings(FUZZ, max_examples=60)
 @given(
     text=DURATION_TEXT,
@@ -576,13 +567,6 @@ def test_fuzzed_policy_tables_give_policy_error(data: dict[str, Any]) -> None:
     assert config.sweep_every > timedelta(0)
 
 
-POLICY_FILE_BUG = (
-    "bug: retention.load_config lets UnicodeDecodeError escape for a policy file that is "
-    "not UTF-8 (tomllib raises it before TOMLDecodeError; see docs/reliability.md)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=POLICY_FILE_BUG, raises=UnicodeDecodeError)
 def test_non_utf8_policy_file_gives_policy_error(tmp_path: Path) -> None:
     """A policy file that is not UTF-8 is reported as PolicyError."""
     path = tmp_path / "policy.toml"
@@ -591,7 +575,6 @@ def test_non_utf8_policy_file_gives_policy_error(tmp_path: Path) -> None:
         load_config(path)
 
 
-@pytest.mark.xfail(strict=False, reason=POLICY_FILE_BUG)
 @FUZZ
 @given(data=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
 def test_fuzzed_policy_files_give_policy_error(

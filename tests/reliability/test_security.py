@@ -277,11 +277,6 @@ def test_export_never_writes_outside_its_directory(tmp_path: Path, fmt: str) -> 
         assert path.resolve().is_relative_to(out.resolve())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: export creates --out and its parents with Path.mkdir(parents=True), whose "
-    "mode applies to the last directory only: 0777 under umask 0 (see docs/reliability.md)",
-)
 def test_exports_and_backups_are_private_under_umask_zero(tmp_path: Path) -> None:
     """Under umask 0, export and backup create 0700 directories and 0600 files."""
     base = tmp_path / "base"

@@ -1,0 +1,38 @@
+"""Private files and directories: what sqlstore creates is readable by its owner only."""
+
+from __future__ import annotations
+
+import os
+
+from sqlstore.errors import StoreReadOnly, UnsafePath
+
+DIR_MODE = 0o700
+
+
+def make_private_dirs(parent: str) -> None:
+    """Create ``parent`` and each missing ancestor with mode 0700, whatever the umask.
+
+    ``os.makedirs(mode=...)`` applies the mode to the last directory only; the
+    intermediate ones would get 0777 minus the umask (world-writable under umask 0).
+
+    Raises:
+        StoreReadOnly: a directory cannot be created for lack of permission.
+        UnsafePath: a component of the path exists and is not a directory.
+    """
+    missing: list[str] = []
+    current = parent
+    while not os.path.isdir(current):
+        missing.append(current)
+        current = os.path.dirname(current)
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise UnsafePath(f"{directory} exists and is not a directory") from None
+            continue  # created meanwhile by another process; its mode is its creator's
+        except PermissionError as exc:
+            raise StoreReadOnly(f"cannot create directory {directory}: {exc.strerror}") from exc
+        except NotADirectoryError as exc:
+            raise UnsafePath(f"cannot create directory {directory}: {exc.strerror}") from exc
+        os.chmod(directory, DIR_MODE)
