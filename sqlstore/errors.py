@@ -105,13 +105,13 @@ class StoreBusy(StoreError):
 
 
 class StoreFull(StoreError):
-    """The disk (or a file-size limit) is full; the write was rolled back."""
+    """The disk (or a file-size limit) is full; the write failed (stored data is intact)."""
 
     default_hint = "Free disk space, then retry; `sqlstore prune` deletes stale sessions."
 
 
 class StoreIOError(StoreError):
-    """The operating system reported an I/O error; the write was rolled back."""
+    """The operating system reported an I/O error; the write failed."""
 
     default_hint = "Check the disk and the file system, then run `sqlstore check`."
 

@@ -49,7 +49,7 @@ def _describe(exc: apsw.Error, path: str) -> StoreError:
     if isinstance(exc, apsw.CorruptError):
         return StoreCorrupt(f"{path} is corrupt ({detail})")
     if isinstance(exc, apsw.FullError):
-        return StoreFull(f"{path}: the disk is full; nothing was written ({detail})")
+        return StoreFull(f"{path}: the disk is full; the write failed ({detail})")
     if isinstance(exc, apsw.ReadOnlyError):
         return StoreReadOnly(f"{path} cannot be written ({detail})")
     if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError | apsw.AuthError):
@@ -58,7 +58,7 @@ def _describe(exc: apsw.Error, path: str) -> StoreError:
             return StoreReadOnly(f"{path} cannot be opened for writing ({detail})")
         return StoreIOError(f"{path} cannot be opened ({detail})")
     if isinstance(exc, apsw.IOError):
-        return StoreIOError(f"{path}: I/O error; the operation was rolled back ({detail})")
+        return StoreIOError(f"{path}: I/O error; the write failed ({detail})")
     return StoreError(f"{path}: SQLite error: {detail}")
 
 
