@@ -157,7 +157,7 @@ def main() -> None:
             ),
             Row(
                 f"{n} threads: slowest thread ÷ fair share",
-                f"{share:.0%}",
+                f"{share:.1%}",
                 "—",
                 "—",
                 f"≥ {GOAL_FAIR_SHARE:.0%}",
