@@ -4,11 +4,11 @@
 -- with PRAGMA application_id / user_version. Times are integer nanoseconds since the
 -- Unix epoch (UTC), read from the clock by Python at call time, never by SQL.
 
--- One row per session snapshot, with the inventory columns that listing, paging and
--- retention read without decoding the snapshot.
+-- One inventory row per session: what listing, paging and retention read. The
+-- snapshot itself lives in `snapshots`, so the frequent inventory updates (every event
+-- append and audit record moves modified_at and version) never rewrite a large blob.
 CREATE TABLE sessions (
     id              TEXT PRIMARY KEY NOT NULL,
-    snapshot        BLOB NOT NULL,
     state           TEXT NOT NULL,
     kind            TEXT NOT NULL,
     relationship    TEXT NOT NULL,          -- canonical JSON of Relationship
@@ -24,6 +24,13 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_by_modified ON sessions (modified_at_ns, id);
 CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id);
+
+-- The snapshot (versioned JSON, see sqlstore.snapshot) of each row of `sessions`;
+-- written and deleted in the same transactions as its inventory row.
+CREATE TABLE snapshots (
+    id   TEXT PRIMARY KEY NOT NULL,
+    body BLOB NOT NULL
+);
 
 -- One row per existing event log. The generation is minted when the log is created
 -- and the row is deleted with the session, so a recreated log has a new generation.

@@ -65,10 +65,15 @@ def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_
     version = next_snapshot_version(conn, session.id)
     owner = session.owner
     conn.execute(
-        "INSERT INTO sessions (id, snapshot, state, kind, relationship, owner, owner_key, "
+        "INSERT INTO snapshots (id, body) VALUES (?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+        (session.id, blob),
+    )
+    conn.execute(
+        "INSERT INTO sessions (id, state, kind, relationship, owner, owner_key, "
         "created_at_ns, title, model_id, turns, estimated_bytes, modified_at_ns, version) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, state = excluded.state, "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET state = excluded.state, "
         "kind = excluded.kind, relationship = excluded.relationship, owner = excluded.owner, "
         "owner_key = excluded.owner_key, created_at_ns = excluded.created_at_ns, "
         "title = excluded.title, model_id = excluded.model_id, turns = excluded.turns, "
@@ -76,7 +81,6 @@ def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_
         "version = excluded.version",
         (
             session.id,
-            blob,
             str(session.state),
             str(session.kind),
             _canonical(session.relationship.to_json()),
@@ -113,6 +117,7 @@ def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
     conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM snapshots WHERE id = ?", (session_id,))
     gone = conn.execute(
         "DELETE FROM sessions WHERE id = ? RETURNING version", (session_id,)
     ).fetchone()

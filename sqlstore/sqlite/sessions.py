@@ -69,9 +69,7 @@ class SQLiteSessions:
         """
         validate_session_id(session_id)
         with self._db.reader() as conn:
-            row = conn.execute(
-                "SELECT snapshot FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = conn.execute("SELECT body FROM snapshots WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
         return snapshot.decode(row[0])
