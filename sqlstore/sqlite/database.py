@@ -57,11 +57,12 @@ then backs off to every 10 ms while nothing changes (each check is one cheap pra
 
 
 class _Op(Generic[T]):
-    __slots__ = ("done", "error", "fn", "result")
+    __slots__ = ("error", "finished", "fn", "result", "wake")
 
     def __init__(self, fn: Callable[[apsw.Connection], T]) -> None:
         self.fn = fn
-        self.done = threading.Event()
+        self.finished = False
+        self.wake = threading.Event()  # set when finished, or when it is this op's turn to lead
         self.result: T | None = None
         self.error: BaseException | None = None
 
@@ -146,42 +147,46 @@ class Database:
         op: _Op[T] = _Op(fn)
         with self._pending_lock:
             self._pending.append(op)
-        while not op.done.is_set():
-            self._lead()
-            # Whoever holds the leader lock runs our op, then checks for more after release.
-            op.done.wait(LEADER_RECHECK_S)
+        while not op.finished:
+            if self._leader.acquire(blocking=False):
+                try:
+                    self._commit_next_batch()
+                finally:
+                    self._leader.release()
+                self._hand_off()
+            if not op.finished:
+                op.wake.wait(LEADER_RECHECK_S)
+                op.wake.clear()
         if op.error is not None:
             raise op.error
         return op.result  # type: ignore[return-value]
 
-    def _lead(self) -> None:
-        """Become leader if nobody is, and commit what is queued; repeat while work remains.
+    def _commit_next_batch(self) -> None:
+        """Commit the oldest queued ops (up to ``MAX_BATCH_OPS``) in one transaction."""
+        with self._pending_lock:
+            batch = self._pending[:MAX_BATCH_OPS]
+            del self._pending[:MAX_BATCH_OPS]
+        if not batch:
+            return
+        try:
+            self._commit(batch)
+        finally:
+            for op in batch:
+                op.finished = True
+                op.wake.set()
 
-        The check after each release closes the hand-off gap: a thread that queued
-        its op while we held the lock failed to become leader and is waiting, so
-        whoever releases the lock last must look at the queue again.
+    def _hand_off(self) -> None:
+        """Wake the oldest queued writer to lead the next batch.
+
+        A leader commits one batch — the one holding its own op — and then hands
+        over, so no caller keeps committing for others while its own call waits
+        to return. Waking after the release also closes the gap in which a thread
+        queued its op while the lock was held and failed to become leader.
         """
-        while self._leader.acquire(blocking=False):
-            try:
-                self._drain()
-            finally:
-                self._leader.release()
-            with self._pending_lock:
-                if not self._pending:
-                    return
-
-    def _drain(self) -> None:
-        while True:
-            with self._pending_lock:
-                batch = self._pending[:MAX_BATCH_OPS]
-                del self._pending[:MAX_BATCH_OPS]
-            if not batch:
-                return
-            try:
-                self._commit(batch)
-            finally:
-                for op in batch:
-                    op.done.set()
+        with self._pending_lock:
+            oldest = self._pending[0] if self._pending else None
+        if oldest is not None:
+            oldest.wake.set()
 
     def _commit(self, batch: list[_Op[Any]]) -> None:
         """Run a batch in one transaction; if one op fails, run each op on its own.
