@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import random
 import time
 from pathlib import Path
 from typing import Literal
@@ -109,10 +110,42 @@ def open_connection(
         if readonly:
             # The last connection to close checkpoints the WAL into the file and deletes it.
             conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-        conn.set_busy_timeout(busy_timeout_ms)
+        conn.set_busy_handler(BusyWait(busy_timeout_ms))
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
     return conn
+
+
+BUSY_SLEEP_MIN_S = 0.0005
+BUSY_SLEEP_MAX_S = 0.004
+
+
+class BusyWait:
+    """SQLite busy handler: retry a locked write every few milliseconds, up to a timeout.
+
+    It replaces ``sqlite3_busy_timeout``, whose sleeps back off to 100 ms: a
+    process that keeps committing then wins the lock again and again while the
+    others sleep, and they stall for seconds. Short jittered sleeps (0.5 to 4 ms)
+    keep every process's worst wait close to the lock holders' commit time.
+    ``time.sleep`` releases the GIL, so other threads run during the wait
+    (https://sqlite.org/c3ref/busy_handler.html).
+    """
+
+    __slots__ = ("_started", "_timeout_s")
+
+    def __init__(self, timeout_ms: int) -> None:
+        self._timeout_s = timeout_ms / 1000
+        self._started = 0.0
+
+    def __call__(self, prior_calls: int) -> bool:
+        now = time.monotonic()
+        if prior_calls == 0:
+            self._started = now
+        elif now - self._started >= self._timeout_s:
+            return False  # SQLITE_BUSY: the caller raises StoreBusy
+        ceiling = min(BUSY_SLEEP_MIN_S * 2 ** min(prior_calls, 3), BUSY_SLEEP_MAX_S)
+        time.sleep(random.uniform(BUSY_SLEEP_MIN_S, ceiling))
+        return True
 
 
 def _scalar(conn: apsw.Connection, sql: str) -> object:
