@@ -51,6 +51,10 @@ class BackupTargetExists(StoreError):
     default_hint = "Choose a new destination path, or remove the old file first."
 
 
+VACUUM_STEP_PAGES = 2_000
+"""Free pages handed back to the file system per write transaction (8 MiB of 4 KiB pages)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Stats:
     """Sizes and counts of one store (see :func:`stats`)."""
@@ -159,13 +163,22 @@ class VacuumReport:
         }
 
 
+def _vacuum_step(conn: apsw.Connection) -> int:
+    conn.execute(f"PRAGMA incremental_vacuum({VACUUM_STEP_PAGES})").fetchall()
+    row = conn.execute("PRAGMA freelist_count").fetchone()
+    return int(row[0]) if row else 0
+
+
 def vacuum(store: SQLiteStore, *, incremental: bool = False) -> VacuumReport:
     """Shrink the file: checkpoint the WAL, then ``VACUUM`` (or only ``incremental_vacuum``).
 
     A full ``VACUUM`` rewrites the whole file and holds the write lock while it
     runs (other writers wait up to their busy timeout); ``incremental`` only
-    returns free pages to the file system (the file uses ``auto_vacuum=INCREMENTAL``)
-    and is quick.
+    returns free pages to the file system (the file uses ``auto_vacuum=INCREMENTAL``),
+    ``VACUUM_STEP_PAGES`` at a time, each step one short write transaction of the
+    store's writer, so concurrent appends keep flowing between steps. Pages that
+    are only partly empty are not returned by ``incremental``: after deleting
+    sessions spread over the whole file, a full ``VACUUM`` reclaims more.
 
     Raises:
         StoreBusy: another process held the write lock for longer than the busy timeout.
@@ -173,11 +186,14 @@ def vacuum(store: SQLiteStore, *, incremental: bool = False) -> VacuumReport:
     started = time.monotonic()
     before, wal_before = file_sizes(store.path)
     with store.db.reader() as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        if incremental:
-            conn.execute("PRAGMA incremental_vacuum").fetchall()
-        else:
+        # PASSIVE copies what it can without blocking writers.
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        if not incremental:
             conn.execute("VACUUM")
+    if incremental:
+        while store.db.write(_vacuum_step) > 0:
+            pass
+    with store.db.reader() as conn:
         # Move the rewritten pages into the main file and empty the WAL, so the
         # size the user sees is the size on disk.
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
