@@ -37,6 +37,7 @@ SCRIPTS = (
     "prune",
     "migrate",
     "peers",
+    "redis_store",
 )
 MARKER = "<!-- end of generated part: everything below this line is kept by bench/run.py -->"
 DEFAULT_ANALYSIS = "\n## Analysis\n\nNo analysis written yet.\n"

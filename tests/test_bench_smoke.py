@@ -28,6 +28,7 @@ SCRIPTS = [
     "prune",
     "migrate",
     "peers",
+    "redis_store",
 ]
 TIMEOUT_S = 120
 
