@@ -36,6 +36,7 @@ from harness import (
 from snapshot_save import big_session
 
 from sqlstore import Event, Session, SQLiteStore
+from sqlstore.ports import Store
 
 GOAL_RATIO = 0.85
 
@@ -57,7 +58,7 @@ def bare_sqlite(path: Path) -> Callable[[int], None]:
     return run
 
 
-def appender(store: SQLiteStore, session_id: str, events: list[Event]) -> Callable[[int], None]:
+def appender(store: Store, session_id: str, events: list[Event]) -> Callable[[int], None]:
     """Return a runner that appends the next ``k`` events to ``session_id``."""
     position = [0]
     append = store.events.append_event

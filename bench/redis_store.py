@@ -25,11 +25,11 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
+from append_single import appender
 from harness import (
     RawLog,
     Result,
@@ -101,19 +101,6 @@ def redis_server(directory: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
-
-
-def appender(store: Any, session_id: str, events: list[Event]) -> Callable[[int], None]:
-    """Return a runner that appends the next ``k`` events to ``session_id``."""
-    position = [0]
-
-    def run(k: int) -> None:
-        at = position[0]
-        for event in events[at : at + k]:
-            store.events.append_event(session_id, event)
-        position[0] = at + k
-
-    return run
 
 
 def one_rep(directory: Path, url: str, count: int, block: int, tag: str) -> dict[str, float]:
