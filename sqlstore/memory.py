@@ -15,8 +15,6 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from types import TracebackType
-from typing import Self
 
 from sqlstore import clock, snapshot
 from sqlstore.audit import ToolCallRecord
@@ -26,7 +24,7 @@ from sqlstore.events import Event, LogRecord, check_record_size, encode_event
 from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
 from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
-from sqlstore.ports import owner_matches
+from sqlstore.ports import Closeable, owner_matches
 from sqlstore.session import Session
 from sqlstore.tail import RawRecord, read_after, read_events
 
@@ -483,7 +481,7 @@ def ttl_ns(ttl: timedelta) -> int:
     return ns
 
 
-class MemoryStore:
+class MemoryStore(Closeable):
     """An in-process store with the same contracts as ``SQLiteStore`` (nothing persists)."""
 
     def __init__(self) -> None:
@@ -498,14 +496,3 @@ class MemoryStore:
         with self._state.lock:
             self._state.closed = True
             self._state.notify()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

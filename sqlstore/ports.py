@@ -158,6 +158,25 @@ class Store(Protocol):
     ) -> None: ...
 
 
+class Closeable:
+    """The context-manager half of every store: ``with store:`` closes it on exit."""
+
+    def close(self) -> None:
+        """Release every resource; idempotent."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 def owner_matches(row_owner: Principal | None, owner: Principal | None) -> bool:
     """True when both are set and share (issuer, subject)."""
     return row_owner is not None and owner is not None and row_owner.identity == owner.identity

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
+from sqlstore.ports import Closeable
 from sqlstore.redis.audit import RedisAudit, RedisLeases
 from sqlstore.redis.connection import Connection
 from sqlstore.redis.events import RedisEvents
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from sqlstore.redis.imports import RedisImports
 
 
-class RedisStore:
+class RedisStore(Closeable):
     """Sessions, event logs, audit trail and leases in one Redis database (see docs/redis.md).
 
     Args:
@@ -57,17 +57,6 @@ class RedisStore:
     def close(self) -> None:
         """Close the connection pool (when the store created it); idempotent."""
         self.conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"RedisStore({self.conn.where!r}, prefix={self.prefix!r})"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from types import TracebackType
-from typing import Self
 
+from sqlstore.ports import Closeable
 from sqlstore.sqlite.audit import SQLiteAudit, SQLiteLeases
 from sqlstore.sqlite.connection import BUSY_TIMEOUT_MS, Durability
 from sqlstore.sqlite.database import Database
@@ -13,7 +12,7 @@ from sqlstore.sqlite.events import SQLiteEvents
 from sqlstore.sqlite.sessions import SQLiteSessions
 
 
-class SQLiteStore:
+class SQLiteStore(Closeable):
     """Sessions, event logs, audit trail and leases in one SQLite file (WAL mode).
 
     Args:
@@ -65,17 +64,6 @@ class SQLiteStore:
     def close(self) -> None:
         """Close every connection; idempotent."""
         self.db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, durability={self.db.durability!r})"
