@@ -12,15 +12,23 @@ from __future__ import annotations
 import builtins
 import itertools
 import threading
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from sqlstore import clock, snapshot
 from sqlstore.audit import ToolCallRecord
 from sqlstore.cursor import encode_cursor, new_generation
-from sqlstore.errors import LeaseHeld, SessionAlreadyExists, SessionNotFound, StoreClosed
+from sqlstore.errors import (
+    LeaseHeld,
+    MetadataCursorRestart,
+    SessionAlreadyExists,
+    SessionNotFound,
+    StoreClosed,
+)
 from sqlstore.events import Event, LogRecord, check_record_size, encode_event
+from sqlstore.fold import load_or_fold
 from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
 from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
@@ -143,8 +151,6 @@ class MemorySessions:
 
     def load_or_fold(self, session_id: str, seed: object) -> Session:
         """Return the snapshot, or fold the event log with ``seed`` when there is none."""
-        from sqlstore.fold import load_or_fold
-
         return load_or_fold(self, self._events, session_id, seed)
 
     def list(self) -> builtins.list[StoredSession]:
@@ -203,8 +209,6 @@ class MemorySessions:
                 if r.id == pos.session_id and clock.to_ns(r.modified_at) == pos.modified_at_ns
             ]
             if not anchor:
-                from sqlstore.errors import MetadataCursorRestart
-
                 raise MetadataCursorRestart("the page cursor's row is gone or has moved")
             start = sum(
                 1 for r in rows if (-clock.to_ns(r.modified_at), r.id.encode("utf-8")) <= key
@@ -299,8 +303,6 @@ class _MemorySource:
 
 def clock_monotonic() -> float:
     """Monotonic seconds for wait deadlines (not wall time, so freezegun cannot stall waits)."""
-    import time
-
     return time.monotonic()
 
 
@@ -413,8 +415,6 @@ class MemoryAudit:
 
 
 def _with_time(rec: ToolCallRecord, at: datetime) -> ToolCallRecord:
-    from dataclasses import replace
-
     return replace(rec, at=at)
 
 

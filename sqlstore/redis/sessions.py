@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
+from sqlstore.fold import load_or_fold
 from sqlstore.inventory import Page, SessionMeta, StoredSession
 from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
@@ -94,8 +95,6 @@ class RedisSessions:
 
     def load_or_fold(self, session_id: str, seed: object) -> Session:
         """Return the snapshot, or fold the event log with ``seed`` when there is none."""
-        from sqlstore.fold import load_or_fold
-
         return load_or_fold(self, self._events, session_id, seed)
 
     def list(self) -> builtins.list[StoredSession]:

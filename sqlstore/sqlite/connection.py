@@ -23,6 +23,7 @@ from sqlstore.errors import (
     StoreCorrupt,
     StoreError,
     StoreMissing,
+    StoreReadOnly,
     UnsafePath,
 )
 from sqlstore.files import make_private_dirs
@@ -71,8 +72,6 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool) -> str:
     except FileExistsError:
         return text  # another process created it first; the schema step sorts it out
     except PermissionError as exc:
-        from sqlstore.errors import StoreReadOnly
-
         raise StoreReadOnly(f"cannot create {text}: {exc.strerror}") from exc
     try:
         os.fchmod(fd, FILE_MODE)

@@ -13,6 +13,7 @@ from sqlstore.events import Event, LogRecord, check_record_size, encode_event
 from sqlstore.model import validate_session_id
 from sqlstore.sqlite import rows
 from sqlstore.sqlite.database import Database, Follower
+from sqlstore.sqlite.translate import translated
 from sqlstore.tail import RawRecord, read_after, read_events
 
 
@@ -82,8 +83,6 @@ class _FollowSource:
             return _head(conn, session_id)
 
     def fetch(self, session_id: str, after: int, limit: int) -> tuple[str | None, list[RawRecord]]:
-        from sqlstore.sqlite.translate import translated
-
         with translated(self._db.path):
             return _fetch(self._follower.conn, session_id, after, limit)
 

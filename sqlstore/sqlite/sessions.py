@@ -10,6 +10,7 @@ import apsw
 
 from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
+from sqlstore.fold import load_or_fold
 from sqlstore.inventory import Page, SessionMeta, StoredSession
 from sqlstore.memory import rows_match
 from sqlstore.model import Principal, validate_session_id
@@ -76,8 +77,6 @@ class SQLiteSessions:
 
     def load_or_fold(self, session_id: str, seed: object) -> Session:
         """Return the snapshot, or fold the event log with ``seed`` when there is none."""
-        from sqlstore.fold import load_or_fold
-
         return load_or_fold(self, self._events, session_id, seed)
 
     def list(self) -> builtins.list[StoredSession]:
