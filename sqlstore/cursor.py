@@ -60,9 +60,20 @@ class CursorEncoder:
         return self._prefix + base64.urlsafe_b64encode(tail).rstrip(b"=").decode("ascii")
 
 
+_ENCODERS: dict[tuple[str, str], CursorEncoder] = {}
+_ENCODERS_MAX = 1024
+"""Encoders of recently appended-to logs (a log's prefix is reused by every append)."""
+
+
 def encode_cursor(session_id: str, generation: str, position: int) -> str:
     """Return the cursor that follows record number ``position`` (1-based) of a log."""
-    return CursorEncoder(session_id, generation)(position)
+    key = (session_id, generation)
+    encoder = _ENCODERS.get(key)
+    if encoder is None:
+        if len(_ENCODERS) >= _ENCODERS_MAX:
+            _ENCODERS.clear()
+        encoder = _ENCODERS[key] = CursorEncoder(session_id, generation)
+    return encoder(position)
 
 
 def decode_cursor(cursor: str, session_id: str, generation: str | None) -> int:

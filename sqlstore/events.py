@@ -72,6 +72,10 @@ def _typed(data: dict[str, Any], key: str, kind: type, default: Any) -> Any:
     return value
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""One shared encoder: ``json.dumps`` with options would build a new one per call."""
+
+
 def encode_event(event: Event) -> bytes:
     """Encode an event as compact JSON bytes.
 
@@ -83,9 +87,7 @@ def encode_event(event: Event) -> bytes:
     if not isinstance(event.type, str) or not event.type:
         raise InvalidEvent("event type must be a non-empty string")
     try:
-        body = json.dumps(
-            event.to_json(), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode("utf-8")
+        body = _ENCODER.encode(event.to_json()).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise InvalidEvent(f"event {event.type!r} is not JSON-serialisable: {exc}") from None
     return check_record_size(body, f"event {event.type!r}")

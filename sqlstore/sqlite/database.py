@@ -29,7 +29,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
@@ -56,28 +56,65 @@ FOLLOW_POLL_MAX_S = 0.010
 then backs off to every 10 ms while nothing changes (each check is one cheap pragma)."""
 
 
-class _Op(Generic[T]):
-    __slots__ = ("error", "finished", "fn", "result", "wake")
+class _Work(Generic[T]):
+    """One write function and its outcome."""
+
+    __slots__ = ("error", "fn", "result")
 
     def __init__(self, fn: Callable[[apsw.Connection], T]) -> None:
         self.fn = fn
-        self.finished = False
-        self.wake = threading.Event()  # set when finished, or when it is this op's turn to lead
         self.result: T | None = None
         self.error: BaseException | None = None
 
+    def outcome(self) -> T:
+        """Return the result, or raise the error the write ended with."""
+        if self.error is not None:
+            raise self.error
+        return self.result  # type: ignore[return-value]
+
+
+class _Op(_Work[T]):
+    """A queued write: waits for a leader to commit it, or to be told to lead."""
+
+    __slots__ = ("finished", "wake")
+
+    def __init__(self, fn: Callable[[apsw.Connection], T]) -> None:
+        super().__init__(fn)
+        self.finished = False
+        self.wake = threading.Event()  # set when finished, or when it is this op's turn to lead
+
 
 class Notifier:
-    """A process-wide change counter for one database file, with a condition to wait on."""
+    """A process-wide change counter for one database file, with a condition to wait on.
+
+    ``bump`` takes the condition's lock only when a follower is parked: a waiter
+    registers in ``waiters`` *before* it compares ``count``, and ``bump`` changes
+    ``count`` *before* it reads ``waiters``, so either the waiter sees the new
+    count or ``bump`` sees the waiter (under the GIL these steps are ordered).
+    """
 
     def __init__(self) -> None:
         self.cond = threading.Condition()
         self.count = 0
+        self.waiters = 0
 
     def bump(self) -> None:
+        """Record a commit and wake every parked follower."""
+        self.count += 1
+        if self.waiters:
+            with self.cond:
+                self.cond.notify_all()
+
+    def wait_for_change(self, seen: int, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for ``count`` to differ from ``seen``; True if it does."""
         with self.cond:
-            self.count += 1
-            self.cond.notify_all()
+            self.waiters += 1
+            try:
+                if self.count == seen:
+                    self.cond.wait(timeout_s)
+            finally:
+                self.waiters -= 1
+            return self.count != seen
 
 
 _NOTIFIERS: dict[tuple[int, int], Notifier] = {}
@@ -144,6 +181,20 @@ class Database:
                 f"{self.path} was opened read-only",
                 hint="Open it without readonly=True to write.",
             )
+        if not self._pending and self._leader.acquire(blocking=False):
+            # Fast path: nobody is queued, so this call commits alone without the
+            # queue's bookkeeping; writers arriving meanwhile queue up and the
+            # hand-off below wakes the oldest of them to lead their batch.
+            try:
+                if not self._pending:
+                    if self._closed:
+                        raise StoreClosed(f"{self.path}: the store is closed")
+                    work = _Work(fn)
+                    self._transaction([work], isolate=True)
+                    return work.outcome()
+            finally:
+                self._leader.release()
+                self._hand_off()
         op: _Op[T] = _Op(fn)
         with self._pending_lock:
             self._pending.append(op)
@@ -157,9 +208,7 @@ class Database:
             if not op.finished:
                 op.wake.wait(LEADER_RECHECK_S)
                 op.wake.clear()
-        if op.error is not None:
-            raise op.error
-        return op.result  # type: ignore[return-value]
+        return op.outcome()
 
     def _commit_next_batch(self) -> None:
         """Commit the oldest queued ops (up to ``MAX_BATCH_OPS``) in one transaction."""
@@ -169,6 +218,10 @@ class Database:
         if not batch:
             return
         try:
+            if self._closed:
+                for op in batch:
+                    op.error = StoreClosed(f"{self.path}: the store is closed")
+                return
             self._commit(batch)
         finally:
             for op in batch:
@@ -188,7 +241,7 @@ class Database:
         if oldest is not None:
             oldest.wake.set()
 
-    def _commit(self, batch: list[_Op[Any]]) -> None:
+    def _commit(self, batch: Sequence[_Work[Any]]) -> None:
         """Run a batch in one transaction; if one op fails, run each op on its own.
 
         The optimistic path runs every op back to back (no savepoint per op: most
@@ -202,7 +255,7 @@ class Database:
             op.result, op.error = None, None
             self._transaction([op], isolate=True)
 
-    def _transaction(self, ops: list[_Op[Any]], *, isolate: bool) -> bool:
+    def _transaction(self, ops: Sequence[_Work[Any]], *, isolate: bool) -> bool:
         """Run ``ops`` in one transaction; return False if an op failed (all rolled back).
 
         With ``isolate`` (one op) the op's own failure is recorded on it. Without,
@@ -344,11 +397,8 @@ class Follower:
                 return
             if self.db.closed:
                 raise StoreClosed(f"{self.db.path}: the store was closed while following")
-            with notifier.cond:
-                if notifier.count == token[0]:
-                    notifier.cond.wait(interval)
-                if notifier.count != token[0]:
-                    return
+            if notifier.wait_for_change(token[0], interval):
+                return
             interval = min(interval * 2, FOLLOW_POLL_MAX_S)
             if self.change_token()[1] != token[1]:
                 return
