@@ -1,4 +1,4 @@
--- sqlstore schema, version 1. The single source of truth for tables and indexes.
+-- sqlstore schema, version 2. The single source of truth for tables and indexes.
 -- Applied by sqlstore.sqlite.schema inside one BEGIN IMMEDIATE transaction, after the
 -- file-level pragmas (journal_mode=WAL, auto_vacuum=INCREMENTAL) are set, and stamped
 -- with PRAGMA application_id / user_version. Times are integer nanoseconds since the
@@ -23,7 +23,10 @@ CREATE TABLE sessions (
     version         INTEGER NOT NULL
 );
 CREATE INDEX sessions_by_modified ON sessions (modified_at_ns, id);
-CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id);
+-- Partial: only owned sessions are paged by owner, and an ownerless session's appends
+-- then rewrite one index less (schema version 2).
+CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id)
+    WHERE owner_key IS NOT NULL;
 
 -- The snapshot (versioned JSON, see sqlstore.snapshot) of each row of `sessions`;
 -- written and deleted in the same transactions as its inventory row.

@@ -16,6 +16,7 @@ from cli.main import cli
 from sqlstore import Event, Kind, Relationship, Session, SQLiteStore, ToolCallRecord
 from sqlstore.errors import UnsafePath
 from sqlstore.sqlite import maintenance
+from sqlstore.sqlite.connection import SCHEMA_VERSION
 
 PAD = "x" * 8_000
 
@@ -66,7 +67,7 @@ def test_check_healthy_file(db: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["ok"] is True and doc["problems"] == []
-    assert doc["schema_version"] == doc["expected_schema_version"] == 1
+    assert doc["schema_version"] == doc["expected_schema_version"] == SCHEMA_VERSION
     assert doc["journal_mode"] == "wal"
     assert doc["integrity"] == ["ok"]
     assert doc["counts"]["sessions"] == 3
@@ -279,3 +280,23 @@ def test_backup_during_concurrent_appends(tmp_path: Path) -> None:
         original = [r.cursor for r in store.events.read_after("s000")]
     assert len(copied) >= 20
     assert [r.cursor for r in copied] == original[: len(copied)]  # a prefix: one snapshot
+
+
+def test_backup_of_a_damaged_file_keeps_no_copy(tmp_path: Path) -> None:
+    """`backup` of a file with damaged pages exits 1 with Error and Hint and leaves no copy."""
+    path = tmp_path / "bad.db"
+    fill(path, 60, pad=PAD)
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the pages to damage are in the file now
+    (first,) = conn.execute("SELECT min(pageno) FROM dbstat WHERE name = 'events'").fetchone()
+    size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    conn.close()
+    with open(path, "r+b") as handle:
+        handle.seek((first - 1) * size)
+        handle.write(b"\xff" * size)
+    dest = tmp_path / "copy.db"
+    result = run("--db", str(path), "backup", str(dest))
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("Error: ") and "failed its check" in result.stderr
+    assert "Hint: " in result.stderr and "check" in result.stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("copy.db")]

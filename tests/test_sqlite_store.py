@@ -315,3 +315,122 @@ def test_readonly_store_reads_and_refuses_writes(tmp_path: Path) -> None:
     assert empty.read_bytes() == b""
     with pytest.raises(StoreMissing):
         SQLiteStore(tmp_path / "missing.db", readonly=True)
+
+
+def _as_schema_1(path: Path) -> None:
+    """Rewrite a current store file into what schema version 1 looked like."""
+    conn = apsw.Connection(str(path))
+    conn.execute(
+        "BEGIN IMMEDIATE; DROP INDEX sessions_by_owner; "
+        "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id); "
+        "PRAGMA user_version = 1; COMMIT"
+    )
+    conn.close()
+
+
+def _owner_index_sql(path: Path) -> str:
+    conn = apsw.Connection(str(path))
+    row = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'sessions_by_owner'").fetchone()
+    conn.close()
+    assert row is not None
+    return str(row[0])
+
+
+def test_new_file_uses_small_pages(tmp_path: Path) -> None:
+    """New files get PAGE_SIZE pages (fewer WAL bytes per durable append)."""
+    from sqlstore.sqlite.connection import PAGE_SIZE
+
+    path = tmp_path / "s.db"
+    SQLiteStore(path).close()
+    conn = apsw.Connection(str(path))
+    assert conn.execute("PRAGMA page_size").fetchone() == (PAGE_SIZE,)
+    conn.close()
+
+
+def test_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
+    """Opening a version-1 file upgrades it to the current version, keeping every row."""
+    path = tmp_path / "old.db"
+    alice = Principal("iss", "alice")
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("a", owner=alice))
+        store.sessions.save(Session.new("b"))
+        store.events.append_event("a", Event("message", 1, 1, "hi", "r"))
+    _as_schema_1(path)
+    assert "WHERE" not in _owner_index_sql(path)
+    with SQLiteStore(path) as store:
+        assert {m.id for m in store.sessions.page(10).sessions} == {"a", "b"}
+        page = store.sessions.page(10, owner=alice, enforce_owner=True)
+        assert [m.id for m in page.sessions] == ["a"]
+        assert [e.text for e in store.events.read("a")] == ["hi"]
+    assert "WHERE owner_key IS NOT NULL" in _owner_index_sql(path)
+    conn = apsw.Connection(str(path))
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+
+
+def test_schema_1_file_opened_readonly_is_refused_unchanged(tmp_path: Path) -> None:
+    """A read-only open of a file that needs an upgrade is refused with a hint; bytes unchanged."""
+    from sqlstore.errors import StoreError
+
+    path = tmp_path / "old.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("a"))
+    _as_schema_1(path)
+    before = _digest(path)
+    with pytest.raises(StoreError, match="needs an upgrade") as info:
+        SQLiteStore(path, readonly=True)
+    assert "sqlstore init" in info.value.hint
+    assert _digest(path) == before
+
+
+def test_owner_paging_reads_the_partial_owner_index(tmp_path: Path) -> None:
+    """The owner-scoped page query is planned on the partial sessions_by_owner index."""
+    with SQLiteStore(tmp_path / "a.db") as store:
+        store.sessions.save(Session.new("a", owner=Principal("iss", "alice")))
+    conn = apsw.Connection(str(tmp_path / "a.db"))
+    plan = " ".join(
+        str(row[-1])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE owner_key = ? "
+            "ORDER BY modified_at_ns DESC, id ASC LIMIT 10",
+            ("k",),
+        )
+    )
+    conn.close()
+    assert "sessions_by_owner" in plan
+
+
+def test_notifier_bump_without_waiters_does_not_take_the_lock() -> None:
+    """bump() with no parked follower never blocks on the condition's lock."""
+    from sqlstore.sqlite.database import Notifier
+
+    notifier = Notifier()
+    bumper = threading.Thread(target=notifier.bump)
+    with notifier.cond:  # held by this thread: a bump that took the lock would hang
+        bumper.start()
+        bumper.join(30)
+        assert not bumper.is_alive()
+    assert notifier.count == 1
+
+
+def test_notifier_wakes_a_parked_follower() -> None:
+    """A follower parked in wait_for_change is woken by a bump from another thread."""
+    from sqlstore.sqlite.database import Notifier
+
+    notifier = Notifier()
+    parked = threading.Event()
+    outcome: list[bool] = []
+
+    def follower() -> None:
+        parked.set()
+        outcome.append(notifier.wait_for_change(0, 60.0))
+
+    thread = threading.Thread(target=follower)
+    thread.start()
+    parked.wait()
+    while notifier.waiters == 0:  # parked inside the condition's wait
+        threading.Event().wait(0.001)
+    notifier.bump()
+    thread.join(60)
+    assert outcome == [True] and not thread.is_alive()

@@ -32,7 +32,18 @@ from sqlstore.sqlite.translate import translated
 Durability = Literal["full", "normal"]
 
 APPLICATION_ID = 0x53514C53  # "SQLS"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+PAGE_SIZE = 2048
+"""Page size of new files; existing files keep theirs (changing it needs a VACUUM).
+
+A durable commit writes every page it changed to the WAL and fsyncs it, so the
+bytes per commit, not the row size, set the cost of a small append: an append
+changes ~5 pages (event row and its key, log head, inventory row and its
+index). Measured on this project's benchmark machine, 2 KiB pages made a
+durable append ~10 % faster than 4 KiB; 1 KiB pages were faster still for
+appends but slowed a 1 MB snapshot save by ~20 % (four times the WAL frames).
+"""
 BUSY_TIMEOUT_MS = 5_000
 WAL_SWITCH_RETRY_S = BUSY_TIMEOUT_MS / 1000
 """How long opening keeps retrying the switch of a new file to WAL mode while it is busy."""
@@ -242,6 +253,7 @@ def _ensure_wal(conn: apsw.Connection, path: str) -> None:
 def _initialise(conn: apsw.Connection, path: str) -> None:
     with translated(path):
         # File-level pragmas go before the first table, outside any transaction.
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
         conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         _ensure_wal(conn, path)
         conn.execute("BEGIN IMMEDIATE")
@@ -262,7 +274,13 @@ def _initialise(conn: apsw.Connection, path: str) -> None:
         raise ForeignDatabase(f"{path} was turned into another application's database meanwhile")
 
 
-_UPGRADES: dict[int, str] = {}
+_UPGRADES: dict[int, str] = {
+    # 1 → 2: the owner index covers owned sessions only (appends to ownerless
+    # sessions no longer rewrite it); page queries by owner are unchanged.
+    1: "DROP INDEX sessions_by_owner; "
+    "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id) "
+    "WHERE owner_key IS NOT NULL;",
+}
 """Version ladder: ``_UPGRADES[n]`` is the SQL that takes schema n to n + 1."""
 
 

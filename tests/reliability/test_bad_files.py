@@ -37,10 +37,9 @@ from sqlstore.errors import (
     StoreMissing,
     UnsafePath,
 )
+from sqlstore.sqlite.connection import PAGE_SIZE as PAGE
 
 from .helpers import CHILD, child_env, file_digests
-
-PAGE = 4096
 
 
 def _build(path: Path, sessions: int = 40) -> None:
@@ -242,7 +241,7 @@ def test_newer_schema_with_live_wal_is_untouched(tmp_path: Path) -> None:
     _build(path, sessions=1)
 
     def bump(conn: apsw.Connection) -> None:
-        conn.execute("PRAGMA user_version = 2; UPDATE store_meta SET value = 7")
+        conn.execute("PRAGMA user_version = 99; UPDATE store_meta SET value = 7")
 
     shutil.move(path, tmp_path / "src-new.db")
     src = tmp_path / "src-new.db"

@@ -56,10 +56,23 @@ def _truncated(path: Path) -> None:
 
 def _garbage(path: Path) -> None:
     _store(path)
-    pages = os.path.getsize(path) // 4096
+    # Garbage over the first page of every table a command reads (dbstat knows
+    # where they are), so every command meets the damage.
+    conn = apsw.Connection(str(path))
+    firsts = [
+        int(pageno)
+        for (pageno,) in conn.execute(
+            "SELECT min(pageno) FROM dbstat WHERE name IN "
+            "('sessions', 'snapshots', 'events', 'event_logs', 'tool_calls') GROUP BY name"
+        )
+    ]
+    size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    conn.close()
+    rng = random.Random(7)
     with open(path, "r+b") as handle:
-        handle.seek(pages // 2 * 4096)
-        handle.write(random.Random(7).randbytes(3 * 4096))
+        for pageno in firsts:
+            handle.seek((pageno - 1) * size)
+            handle.write(rng.randbytes(size))
 
 
 def _text(path: Path) -> None:
