@@ -9,8 +9,10 @@ from sqlstore.errors import StoreReadOnly, UnsafePath
 DIR_MODE = 0o700
 
 
-def make_private_dirs(parent: str) -> None:
+def make_private_dirs(parent: str) -> list[str]:
     """Create ``parent`` and each missing ancestor with mode 0700, whatever the umask.
+
+    Returns the directories this call created, outermost first.
 
     ``os.makedirs(mode=...)`` applies the mode to the last directory only; the
     intermediate ones would get 0777 minus the umask (world-writable under umask 0).
@@ -24,6 +26,7 @@ def make_private_dirs(parent: str) -> None:
     while not os.path.isdir(current):
         missing.append(current)
         current = os.path.dirname(current)
+    created: list[str] = []
     for directory in reversed(missing):
         try:
             os.mkdir(directory, DIR_MODE)
@@ -36,3 +39,5 @@ def make_private_dirs(parent: str) -> None:
         except NotADirectoryError as exc:
             raise UnsafePath(f"cannot create directory {directory}: {exc.strerror}") from exc
         os.chmod(directory, DIR_MODE)
+        created.append(directory)
+    return created

@@ -11,6 +11,7 @@ session's real age.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -92,8 +93,14 @@ def export_sessions(
 ) -> ExportReport:
     """Write the given sessions (every session when None) under ``out`` in format ``fmt``.
 
+    A session that cannot be written (a bad file name, an OS error) is reported
+    in ``failed`` and the export goes on. An error that ends the export (the
+    store is unreadable or damaged) removes every file and directory this call
+    created before it propagates, so a failed export leaves nothing behind.
+
     Raises:
         MigrationError: unknown format, or ``out`` exists and is not a directory.
+        StoreError: the store could not be read; nothing written is left.
     """
     started = time.monotonic()
     if fmt not in FORMATS:
@@ -103,8 +110,39 @@ def export_sessions(
         raise MigrationError(f"{root} exists and is not a directory")
     folder = root / V2_DIR if fmt == FORMAT_MECATL else root
     # Every directory created here is 0700, intermediate ones too, whatever the umask.
-    make_private_dirs(os.fspath(folder))
+    created_dirs = make_private_dirs(os.fspath(folder))
     report = ExportReport(format=fmt, out=str(root))
+    written_paths: list[Path] = []
+    try:
+        _export_each(store, fmt, folder, session_ids, report, written_paths)
+    except BaseException:
+        _remove_created(written_paths, created_dirs)
+        raise
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _remove_created(files: list[Path], dirs: list[str]) -> None:
+    """Delete files written by a failed export, then the directories it made, if empty."""
+    for path in reversed(files):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        if path.parent.name.endswith(BLOBS_SUFFIX):
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
+    for directory in reversed(dirs):
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
+def _export_each(
+    store: Store,
+    fmt: str,
+    folder: Path,
+    session_ids: Sequence[str] | None,
+    report: ExportReport,
+    written_paths: list[Path],
+) -> None:
     if session_ids is None:
         session_ids = sorted(s.id for s in store.sessions.list())
     ids = list(session_ids)
@@ -128,14 +166,13 @@ def export_sessions(
         except (OSError, ValueError, TypeError) as exc:  # TypeError: a malformed stored event
             report.failed.append((session_id, str(exc)))
             continue
+        written_paths += written
         for path in written:
             _set_mtime(path, modified_at)
             report.bytes += path.stat().st_size
         report.exported.append(session_id)
         report.events += len(records)
         report.audit_rows += len(audit) if fmt == FORMAT_MECATL else 0
-    report.seconds = time.monotonic() - started
-    return report
 
 
 def _generation(cursor: str) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from sqlstore import clock
-from sqlstore.errors import StoreError
+from sqlstore.errors import StoreCorrupt, StoreError
 from sqlstore.sqlite.connection import prepare_path
 from sqlstore.sqlite.integrity import CheckReport, check, file_sizes, scalar
 from sqlstore.sqlite.translate import translated
@@ -231,16 +231,25 @@ class BackupReport:
         }
 
 
+def _remove_database(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)
+
+
 def backup(store: SQLiteStore, dest: str | os.PathLike[str]) -> BackupReport:
     """Copy the store to a new file with SQLite's online backup API, then check the copy.
 
     The copy is one consistent snapshot of the source (taken in a single step
-    while writers carry on), in WAL mode, created with mode 0600. The caller
-    should look at ``report.check.ok``.
+    while writers carry on), in WAL mode, created with mode 0600. A copy that
+    fails its check is deleted rather than left looking like a good backup
+    (SQLite's backup API copies pages verbatim, so a damaged source gives a
+    damaged copy).
 
     Raises:
         BackupTargetExists: ``dest`` already exists (it is never overwritten).
         UnsafePath: ``dest`` is a symlink or a directory.
+        StoreCorrupt: the copy failed its check (the source is damaged); no copy is kept.
     """
     target = os.fspath(dest)
     if os.path.lexists(target):
@@ -262,12 +271,18 @@ def backup(store: SQLiteStore, dest: str | os.PathLike[str]) -> BackupReport:
         finally:
             copy.close()
     except BaseException:
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(target + suffix)
+        _remove_database(target)
         raise
     seconds = time.monotonic() - started
     report = check(target)
+    if not report.ok:
+        _remove_database(target)
+        raise StoreCorrupt(
+            f"the backup of {store.path} failed its check, so it was not kept: "
+            + "; ".join(report.problems[:3]),
+            hint=f"The source is damaged: run `sqlstore --db {store.path} check`, and restore "
+            "from an earlier backup (see docs/operations.md).",
+        )
     return BackupReport(
         source=store.path,
         dest=target,
