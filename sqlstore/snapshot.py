@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from sqlstore import clock
+from sqlstore import clock, snapshot_writer
 from sqlstore.errors import InvalidSessionId, InvalidSessionMetadata, SnapshotError
 from sqlstore.model import (
     JSON,
@@ -35,19 +35,15 @@ _KNOWN_KEYS = frozenset(session_fields()) - {"extra"} | {"v"}
 def to_json(session: Session) -> dict[str, JSON]:
     """Return the snapshot of ``session`` as a JSON-compatible dict.
 
+    This defines the snapshot's keys, their order and their values;
+    :func:`sqlstore.snapshot_writer.write` writes the same thing straight to bytes
+    and must be kept in step (``tests/test_snapshot_writer.py`` compares them).
+
     Raises:
         SnapshotError: the session is not a ``Session``, is invalid, or its extra
             keys collide with known ones.
     """
-    if not isinstance(session, Session):
-        raise SnapshotError(f"expected a Session, not {type(session).__name__}")
-    try:
-        session.validate()
-    except (InvalidSessionId, InvalidSessionMetadata) as exc:
-        raise SnapshotError(f"invalid session: {exc}") from None
-    clash = _KNOWN_KEYS.intersection(session.extra)
-    if clash:
-        raise SnapshotError(f"extra uses reserved snapshot keys {sorted(clash)}")
+    _check(session)
     try:
         out: dict[str, JSON] = {
             "v": SNAPSHOT_VERSION,
@@ -77,19 +73,36 @@ def to_json(session: Session) -> dict[str, JSON]:
     return out
 
 
+def _check(session: Session) -> None:
+    """Raise ``SnapshotError`` unless ``session`` is a valid Session with free extra keys."""
+    if not isinstance(session, Session):
+        raise SnapshotError(f"expected a Session, not {type(session).__name__}")
+    try:
+        session.validate()
+    except (InvalidSessionId, InvalidSessionMetadata) as exc:
+        raise SnapshotError(f"invalid session: {exc}") from None
+    clash = _KNOWN_KEYS.intersection(session.extra)
+    if clash:
+        raise SnapshotError(f"extra uses reserved snapshot keys {sorted(clash)}")
+
+
 def encode(session: Session) -> bytes:
     """Encode ``session`` as compact UTF-8 JSON bytes.
+
+    The bytes are exactly ``json.dumps(to_json(session), ensure_ascii=False,
+    separators=(",", ":"), allow_nan=False).encode()``: key order as in
+    :func:`to_json`, non-ASCII text as UTF-8, no whitespace. They are written
+    without building that dict, and long strings' JSON text is cached (see
+    :mod:`sqlstore.snapshot_writer`).
 
     Raises:
         SnapshotError: the session cannot be encoded (see :func:`to_json`), or holds
             values that are not JSON (NaN, non-string keys, lone surrogates).
     """
-    doc = to_json(session)
+    _check(session)
     try:
-        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
-            "utf-8"
-        )
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        return snapshot_writer.write(session, SNAPSHOT_VERSION)
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise SnapshotError(f"cannot encode session {session.id!r}: {exc}") from None
 
 
