@@ -23,6 +23,7 @@ Everything else (numbers, small objects, ``extra`` values) goes through the same
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections import OrderedDict
@@ -62,6 +63,7 @@ class _StringCache:
         self._lock = threading.Lock()
 
     def get(self, text: str) -> bytes | None:
+        """Return the cached JSON text of ``text`` (marking it recently used), or None."""
         with self._lock:
             found = self._entries.get(text)
             if found is not None:
@@ -69,6 +71,7 @@ class _StringCache:
             return found
 
     def put(self, text: str, encoded: bytes) -> None:
+        """Cache ``encoded`` for ``text``, evicting the least recently used over budget."""
         cost = len(encoded) + sys.getsizeof(text)
         if cost > self._budget // 4:
             return  # one huge string would flush everything else
@@ -82,16 +85,31 @@ class _StringCache:
                 self._used -= len(old) + sys.getsizeof(old_text)
 
     def clear(self) -> None:
+        """Drop every entry."""
         with self._lock:
             self._entries.clear()
             self._used = 0
 
     def stats(self) -> tuple[int, int]:
+        """Return (entries, bytes accounted)."""
         with self._lock:
             return len(self._entries), self._used
 
+    def reset_after_fork(self) -> None:
+        """Start empty with a new lock: another thread may have held the old one at fork."""
+        self._lock = threading.Lock()
+        self._entries = OrderedDict()
+        self._used = 0
+
 
 _cache = _StringCache(STRING_CACHE_BYTES)
+
+
+def _reset_in_forked_child() -> None:
+    _cache.reset_after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_in_forked_child)
 
 
 def clear_string_cache() -> None:

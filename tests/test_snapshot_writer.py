@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -312,3 +313,26 @@ def test_concurrent_saves_with_a_thrashing_cache_write_correct_bytes(
         thread.join()
     assert failures == []
     assert snapshot_writer.string_cache_stats()[1] <= 8 * LONG * 4
+
+
+def _encode_in_child(result: Any) -> None:
+    """Encode a session with long strings in a forked child and report success."""
+    session = Session(id="s", messages=[Message(text="f" * LONG)])
+    result.put(snapshot.encode(session) == reference(session))
+
+
+def test_a_forked_child_can_encode_while_a_parent_thread_holds_the_cache_lock() -> None:
+    """The cache starts afresh in a forked child, so a lock held at fork cannot hang it."""
+    ctx = multiprocessing.get_context("fork")
+    result = ctx.Queue()
+    cache = snapshot_writer._cache
+    with cache._lock:  # as if another thread were inside the cache when fork happens
+        child = ctx.Process(target=_encode_in_child, args=(result,))
+        child.start()
+    child.join(timeout=20)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child hung on the cache lock")
+    assert child.exitcode == 0
+    assert result.get(timeout=5) is True
