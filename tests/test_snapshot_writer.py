@@ -172,16 +172,21 @@ def test_bytes_equal_the_reference_cold_and_warm(session: Session) -> None:
     assert snapshot.decode(expected) == session
 
 
+@pytest.mark.parametrize("base", ["a", "ü", "漢", "🙂"], ids=["ascii", "latin1", "ucs2", "ucs4"])
 @pytest.mark.parametrize("char", [chr(c) for c in range(0x20)] + ['"', "\\", "\x7f", "\u2028"])
-def test_every_escaped_character_in_a_long_string(char: str) -> None:
+def test_every_escaped_character_in_a_long_string(base: str, char: str) -> None:
     """A long string holding any character json escapes is written as json.dumps writes it."""
-    text = "a" * LONG + char + "b" * 10
+    text = base * LONG + char + "b" * 10
     session = Session(id="s", messages=[Message(text=text)], title=char + text)
     assert snapshot.encode(session) == reference(session)
     assert snapshot.decode(snapshot.encode(session)).messages[0].text == text
 
 
-@pytest.mark.parametrize("text", ["\ud800", "x" * LONG + "\udfff"], ids=["short", "long"])
+@pytest.mark.parametrize(
+    "text",
+    ["\ud800", "x" * LONG + "\udfff", "ü" * LONG + "\ud800\n"],
+    ids=["short", "long", "long with an escape"],
+)
 def test_lone_surrogates_are_refused(text: str) -> None:
     """A lone surrogate in a short or a long string raises SnapshotError, as before."""
     with pytest.raises(SnapshotError, match="cannot encode"):
