@@ -133,25 +133,30 @@ def _string(text: str) -> bytes:
     found = _cache.get(text)
     if found is not None:
         return found
-    if _needs_escape(text):
-        encoded = encode_basestring(text).encode("utf-8")
+    if text.isascii():
+        encoded = (
+            encode_basestring(text).encode("ascii")
+            if _ascii_needs_escape(text)
+            else b'"' + text.encode("ascii") + b'"'
+        )
     else:
-        encoded = b'"' + text.encode("utf-8") + b'"'  # a lone surrogate raises here
+        raw = text.encode("utf-8")  # a lone surrogate raises, as it did after json.dumps
+        if len(raw.translate(None, _ESCAPED_BYTES)) == len(raw):
+            encoded = b'"' + raw + b'"'
+        else:
+            encoded = encode_basestring(text).encode("utf-8")
     _cache.put(text, encoded)
     return encoded
 
 
-def _needs_escape(text: str) -> bool:
-    """True when json would escape a character of ``text`` (a '"', a '\\', a control)."""
-    if text.isascii():
-        # One memchr-speed scan per character is quicker than any single-pass
-        # check for ASCII text, and prose usually stops at the first one ("\n").
-        for char in _ESCAPED_CHARS:  # noqa: SIM110 - any(genexpr) is ~25 % slower here
-            if char in text:
-                return True
-        return False
-    raw = text.encode("utf-8", "surrogatepass")
-    return len(raw.translate(None, _ESCAPED_BYTES)) != len(raw)
+def _ascii_needs_escape(text: str) -> bool:
+    """True when json would escape a character of ASCII ``text`` ('"', '\\', a control)."""
+    # One memchr-speed scan per character beats any single-pass check we have, and
+    # prose usually stops at the first one ("\n").
+    for char in _ESCAPED_CHARS:  # noqa: SIM110 - any(genexpr) is ~25 % slower here
+        if char in text:
+            return True
+    return False
 
 
 def _value(value: JSON) -> bytes:
