@@ -30,6 +30,8 @@ from sqlstore.model import (
 from sqlstore.session import Session
 from sqlstore.snapshot_writer import STRING_CACHE_MIN_CHARS, _StringCache
 
+# Written once from golden_session() by the codec as it was before the writer
+# (json.dumps of to_json, commit bfb1ffd); never regenerate it with the new code.
 GOLDEN = Path(__file__).parent / "snapshots" / "v1-golden.json"
 LONG = STRING_CACHE_MIN_CHARS + 40
 
