@@ -60,6 +60,13 @@ def parse_rfc3339(text: str) -> datetime:
     Raises:
         ValueError: the text is not an RFC 3339 timestamp.
     """
+    if _is_canonical_shape(text):
+        # The form format_rfc3339 writes: datetime.fromisoformat reads it (ASCII
+        # digits only) to the same value several times faster than the regex path.
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            pass  # out of range (month 13, day 31 of a 30-day month): reported below
     match = _RFC3339.match(text)
     if match is None:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
@@ -76,3 +83,22 @@ def parse_rfc3339(text: str) -> datetime:
         except OverflowError:
             raise ValueError(f"timestamp out of range in UTC: {text!r}") from None
     return parsed
+
+
+def _is_canonical_shape(text: str) -> bool:
+    """True for ASCII ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (digits unchecked), hour not ``24``."""
+    return (
+        len(text) == _CANONICAL_LENGTH
+        and text[26] == "Z"
+        and text[19] == "."
+        and text[10] == "T"
+        and text[4] == "-"
+        and text[7] == "-"
+        and text[13] == ":"
+        and text[16] == ":"
+        and text[11:13] != "24"
+        and text.isascii()
+    )
+
+
+_CANONICAL_LENGTH = len("2000-01-01T00:00:00.000000Z")

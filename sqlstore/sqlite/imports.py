@@ -72,6 +72,7 @@ class SQLiteImports:
 
         def op(conn: apsw.Connection) -> list[str]:
             outcomes: list[str] = []
+            checkpoints: list[tuple[object, ...]] = []
             for entry, bodies in zip(entries, encoded, strict=True):
                 row = entry.row
                 if entry.payload is not None and bodies is not None:
@@ -81,10 +82,12 @@ class SQLiteImports:
                             row.item, row.fingerprint, SKIP_EXISTS, sid, "session id already exists"
                         )
                     else:
-                        _write_session(conn, entry.payload, bodies)
+                        # Without overwrite nothing is stored under the id (just checked).
+                        _write_session(conn, entry.payload, bodies, replace=overwrite)
                         row = ItemRow(row.item, row.fingerprint, OUTCOME_IMPORTED, sid, row.detail)
-                _put_row(conn, job_id, row, now_ns)
+                checkpoints.append(_item_params(job_id, row, now_ns))
                 outcomes.append(row.outcome)
+            conn.executemany(_PUT_ITEM_SQL, checkpoints)
             conn.execute(
                 "UPDATE migrations SET updated_at_ns = ? WHERE job_id = ?", (now_ns, job_id)
             )
@@ -104,63 +107,69 @@ class SQLiteImports:
         self._db.write(op)
 
 
+_TAKEN_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1) "
+    "OR EXISTS (SELECT 1 FROM event_logs WHERE session_id = ?1) "
+    "OR EXISTS (SELECT 1 FROM tool_calls WHERE session_id = ?1)"
+)
+
+
 def _taken(conn: apsw.Connection, session_id: str) -> bool:
     """True when anything is stored under the id (snapshot, event log or audit rows)."""
-    if rows.session_exists(conn, session_id):
-        return True
-    for sql in (
-        "SELECT 1 FROM event_logs WHERE session_id = ?",
-        "SELECT 1 FROM tool_calls WHERE session_id = ? LIMIT 1",
-    ):
-        if conn.execute(sql, (session_id,)).fetchone() is not None:
-            return True
-    return False
+    row = conn.execute(_TAKEN_SQL, (session_id,)).fetchone()
+    return bool(row is not None and row[0])
 
 
-def _write_session(conn: apsw.Connection, payload: SessionImport, bodies: EncodedSession) -> None:
+def _write_session(
+    conn: apsw.Connection, payload: SessionImport, bodies: EncodedSession, *, replace: bool
+) -> None:
+    """Write one session's log, audit rows and snapshot.
+
+    With ``replace`` whatever is stored under the id is deleted first (a replaced
+    log never keeps its generation); without, the caller has checked that nothing is.
+    """
     session = payload.session
-    blob, records = bodies.snapshot, bodies.records
     mtime_ns = payload.modified_at_ns
-    old = conn.execute(
-        "SELECT generation FROM event_logs WHERE session_id = ?", (session.id,)
-    ).fetchone()
-    rows.delete_session_rows(conn, session.id)
     generation = payload.generation or new_generation()
-    if old is not None and old[0] == generation:
-        generation = new_generation()  # a replaced log never keeps its generation
-    if records:
-        conn.execute(
-            "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
-            "VALUES (?, ?, 0, ?)",
-            (session.id, generation, mtime_ns),
+    if replace:
+        old = conn.execute(
+            "SELECT generation FROM event_logs WHERE session_id = ?", (session.id,)
+        ).fetchone()
+        rows.delete_session_rows(conn, session.id)
+        if old is not None and old[0] == generation:
+            generation = new_generation()
+    rows.insert_log(conn, session.id, generation, bodies.records, mtime_ns)
+    if payload.audit:
+        rows.insert_audits(
+            conn,
+            [
+                (record, mtime_ns if record.at is None else clock.to_ns(record.at))
+                for record in payload.audit
+            ],
         )
-    for is_gap, event_type, body in records:
-        rows.append_record(
-            conn, session.id, is_gap=is_gap, event_type=event_type, body=body, now_ns=mtime_ns
-        )
-    for record in payload.audit:
-        at_ns = mtime_ns if record.at is None else clock.to_ns(record.at)
-        rows.insert_audit(conn, record, at_ns)
-    rows.put_snapshot(conn, session, blob, mtime_ns)
+    rows.put_snapshot(conn, session, bodies.snapshot, mtime_ns)
 
 
-def _put_row(conn: apsw.Connection, job_id: str, row: ItemRow, now_ns: int) -> None:
+_PUT_ITEM_SQL = (
+    "INSERT INTO migration_items (job_id, item, size, mtime_ns, sha256, outcome, session_id, "
+    "detail, at_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, item) DO UPDATE "
+    "SET size = excluded.size, mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, "
+    "outcome = excluded.outcome, session_id = excluded.session_id, "
+    "detail = excluded.detail, at_ns = excluded.at_ns"
+)
+
+
+def _item_params(job_id: str, row: ItemRow, now_ns: int) -> tuple[object, ...]:
+    """The parameters of :data:`_PUT_ITEM_SQL` for one checkpoint row."""
     fp = row.fingerprint
-    conn.execute(
-        "INSERT INTO migration_items (job_id, item, size, mtime_ns, sha256, outcome, session_id, "
-        "detail, at_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, item) DO UPDATE "
-        "SET size = excluded.size, mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, "
-        "outcome = excluded.outcome, session_id = excluded.session_id, "
-        "detail = excluded.detail, at_ns = excluded.at_ns",
-        (
-            job_id,
-            row.item,
-            fp.size,
-            fp.mtime_ns,
-            fp.sha256,
-            row.outcome,
-            row.session_id,
-            row.detail,
-            now_ns,
-        ),
+    return (
+        job_id,
+        row.item,
+        fp.size,
+        fp.mtime_ns,
+        fp.sha256,
+        row.outcome,
+        row.session_id,
+        row.detail,
+        now_ns,
     )

@@ -178,6 +178,36 @@ def append_record(
     return generation, pos
 
 
+def insert_log(
+    conn: apsw.Connection,
+    session_id: str,
+    generation: str,
+    records: list[tuple[bool, str, bytes]],
+    now_ns: int,
+) -> None:
+    """Create a session's log holding ``records`` (``(is_gap, type, body)``) at once.
+
+    The rows are those ``len(records)`` :func:`append_record` calls would leave in
+    a session without a log, under ``generation``: a log head of that length and
+    records at positions 1 to n, all stamped ``now_ns``. Nothing is written for no
+    records. The caller makes sure the session has no log (and no event rows).
+    """
+    if not records:
+        return
+    conn.execute(
+        "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
+        "VALUES (?, ?, ?, ?)",
+        (session_id, generation, len(records), now_ns),
+    )
+    conn.executemany(
+        "INSERT INTO events (session_id, pos, is_gap, type, at_ns, body) VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (session_id, pos, int(is_gap), event_type, now_ns, body)
+            for pos, (is_gap, event_type, body) in enumerate(records, start=1)
+        ],
+    )
+
+
 AUDIT_COLUMNS = (
     "session_id, call_id, tool, args, result, is_error, at_ns, queued_us, took_us, run_id"
 )
@@ -199,6 +229,28 @@ def insert_audit(conn: apsw.Connection, rec: ToolCallRecord, at_ns: int) -> None
             rec.took_us,
             rec.run_id,
         ),
+    )
+
+
+def insert_audits(conn: apsw.Connection, records: list[tuple[ToolCallRecord, int]]) -> None:
+    """Insert audit rows in order, each ``(record, at_ns)`` as :func:`insert_audit` does."""
+    conn.executemany(
+        f"INSERT INTO tool_calls ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                rec.session_id,
+                rec.call_id,
+                rec.tool,
+                rec.args,
+                rec.result,
+                int(rec.is_error),
+                at_ns,
+                rec.queued_us,
+                rec.took_us,
+                rec.run_id,
+            )
+            for rec, at_ns in records
+        ],
     )
 
 
