@@ -17,6 +17,9 @@ TOKEN_LEVEL_TYPES = frozenset({"message.delta", "reasoning.delta", "token", "rea
 
 _EVENT_KEYS = ("type", "seq", "turn", "text", "run_id", "data")
 
+_ENCODE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+"""``json.dumps`` with these options, without building an encoder per call (it keeps no state)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Event:
@@ -72,10 +75,6 @@ def _typed(data: dict[str, Any], key: str, kind: type, default: Any) -> Any:
     return value
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-"""One shared encoder: ``json.dumps`` with options would build a new one per call."""
-
-
 def encode_event(event: Event) -> bytes:
     """Encode an event as compact JSON bytes.
 
@@ -87,7 +86,7 @@ def encode_event(event: Event) -> bytes:
     if not isinstance(event.type, str) or not event.type:
         raise InvalidEvent("event type must be a non-empty string")
     try:
-        body = _ENCODER.encode(event.to_json()).encode("utf-8")
+        body = _ENCODE_JSON(event.to_json()).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise InvalidEvent(f"event {event.type!r} is not JSON-serialisable: {exc}") from None
     return check_record_size(body, f"event {event.type!r}")

@@ -22,7 +22,7 @@ from sqlstore.jsonl import LineProblem
 from sqlstore.migrate.items import ItemSkipped, LogEntry, SessionImport
 from sqlstore.migrate.report import SKIP_NOT_A_SESSION
 from sqlstore.migrate.runlog_messages import RunlogMessage, message_from_runlog, message_to_runlog
-from sqlstore.model import JSON, Counters, Message, State, Usage
+from sqlstore.model import JSON, Counters, Message, State, ToolCall, Usage
 from sqlstore.runlog import DROPPED_EVENT_KINDS, Record, RunLog
 from sqlstore.session import Session, clamp_title, one_line_error
 
@@ -85,33 +85,38 @@ def session_from_runlog(
 
 def _replay(log: RunLog, blobs: Mapping[str, bytes], out: SessionImport, path: str) -> None:
     session = out.session
+    session_id = session.id
     current: list[Message] = []
-    requests: dict[str, tuple[str, ToolCallRecord]] = {}
+    requests: dict[str, tuple[str, ToolCall]] = {}
     result: Record | None = None
+    add_entry = out.log.append
     for record in log.records[1:]:
-        if record.kind == "message":
+        kind = record.kind
+        if kind == "message":
             message = message_from_runlog(record.payload, record.at, blobs)
             current.append(message)
-            _pair_tool_call(session.id, message, record.at, requests, out.audit)
-        elif record.kind == "event":
-            kind = record.payload.get("kind")
-            if kind in DROPPED_EVENT_KINDS:
+            if message.tool_calls or message.tool_result is not None:
+                _pair_tool_call(session_id, message, record.at, requests, out.audit)
+        elif kind == "event":
+            payload = record.payload
+            event_kind = payload.get("kind")
+            if event_kind in DROPPED_EVENT_KINDS:
                 continue
-            if not isinstance(kind, str) or not kind:
+            if not isinstance(event_kind, str) or not event_kind:
                 out.warnings.append(LineProblem(path, record.line, "event without a kind skipped"))
                 continue
-            text = record.payload.get("text", "")
-            data = {k: v for k, v in record.payload.items() if k not in ("kind", "text")}
+            text = payload.get("text", "")
+            data = {k: v for k, v in payload.items() if k != "kind" and k != "text"}
             if not isinstance(text, str):
                 data["text"], text = text, ""
             data["at"] = record.at
-            out.log.append(LogEntry(Event(type=kind, text=text, data=data)))
-        elif record.kind == "reset":
+            add_entry(LogEntry(Event(type=event_kind, text=text, data=data)))
+        elif kind == "reset":
             replaced: list[JSON] = [m.to_json() for m in current]
             archive = Event(type=ARCHIVE_EVENT, data={"replaced": replaced, "at": record.at})
-            out.log.append(LogEntry(archive))
+            add_entry(LogEntry(archive))
             current = []
-        elif record.kind == "result":
+        elif kind == "result":
             result = record
     session.messages = current
     if result is None:
@@ -120,7 +125,7 @@ def _replay(log: RunLog, blobs: Mapping[str, bytes], out: SessionImport, path: s
         session.last_error = INCOMPLETE_ERROR
         out.incomplete = True
         return
-    out.log.append(LogEntry(_result_event(result)))
+    add_entry(LogEntry(_result_event(result)))
     _apply_result(session, result.payload)
 
 
@@ -128,12 +133,12 @@ def _pair_tool_call(
     session_id: str,
     message: Message,
     at: str,
-    requests: dict[str, tuple[str, ToolCallRecord]],
+    requests: dict[str, tuple[str, ToolCall]],
     audit: list[ToolCallRecord],
 ) -> None:
     """Turn an activity request + response pair into one audit row (at = response time)."""
     for call in message.tool_calls:
-        requests[call.id] = (at, ToolCallRecord(session_id, call.id, call.name, call.args))
+        requests[call.id] = (at, call)
     result = message.tool_result
     if result is None or result.call_id not in requests:
         return
@@ -141,12 +146,14 @@ def _pair_tool_call(
     start, end = _time(asked_at), _time(at)
     took_us = 0
     if start is not None and end is not None:
-        took_us = max(0, (clock.to_ns(end) - clock.to_ns(start)) // 1_000)
+        # Whole microseconds between the two times (both exact to the microsecond).
+        delta = end - start
+        took_us = max(0, (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
     audit.append(
         ToolCallRecord(
             session_id=session_id,
-            call_id=request.call_id,
-            tool=request.tool,
+            call_id=request.id,
+            tool=request.name,
             args=request.args,
             result=result.content,
             is_error=result.is_error,

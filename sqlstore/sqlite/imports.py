@@ -82,8 +82,7 @@ class SQLiteImports:
                             row.item, row.fingerprint, SKIP_EXISTS, sid, "session id already exists"
                         )
                     else:
-                        # Without overwrite nothing is stored under the id (just checked).
-                        _write_session(conn, entry.payload, bodies, replace=overwrite)
+                        _write_session(conn, entry.payload, bodies)
                         row = ItemRow(row.item, row.fingerprint, OUTCOME_IMPORTED, sid, row.detail)
                 checkpoints.append(_item_params(job_id, row, now_ns))
                 outcomes.append(row.outcome)
@@ -120,24 +119,17 @@ def _taken(conn: apsw.Connection, session_id: str) -> bool:
     return bool(row is not None and row[0])
 
 
-def _write_session(
-    conn: apsw.Connection, payload: SessionImport, bodies: EncodedSession, *, replace: bool
-) -> None:
-    """Write one session's log, audit rows and snapshot.
-
-    With ``replace`` whatever is stored under the id is deleted first (a replaced
-    log never keeps its generation); without, the caller has checked that nothing is.
-    """
+def _write_session(conn: apsw.Connection, payload: SessionImport, bodies: EncodedSession) -> None:
+    """Replace whatever is stored under the id by the session's log, audit rows and snapshot."""
     session = payload.session
     mtime_ns = payload.modified_at_ns
+    old = conn.execute(
+        "SELECT generation FROM event_logs WHERE session_id = ?", (session.id,)
+    ).fetchone()
+    rows.delete_session_rows(conn, session.id)
     generation = payload.generation or new_generation()
-    if replace:
-        old = conn.execute(
-            "SELECT generation FROM event_logs WHERE session_id = ?", (session.id,)
-        ).fetchone()
-        rows.delete_session_rows(conn, session.id)
-        if old is not None and old[0] == generation:
-            generation = new_generation()
+    if old is not None and old[0] == generation:
+        generation = new_generation()  # a replaced log never keeps its generation
     rows.insert_log(conn, session.id, generation, bodies.records, mtime_ns)
     if payload.audit:
         rows.insert_audits(
