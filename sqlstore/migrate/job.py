@@ -5,6 +5,12 @@ Bounded: at most ``batch_sessions`` items (default 25, at most 100) and about
 snapshot, events, audit rows and its ``migration_items`` checkpoint row commit
 together.
 
+Durable: a batch is one transaction, committed with the store's durability
+(one commit, so one ``fsync`` with ``durability="full"``, per batch, not per
+session) before the report counts any of its items imported, so an item
+reported imported survives a crash or power loss. (``progress`` counts items read and
+mapped, so it may run up to one batch ahead of what is committed.)
+
 Resumable: the job id is derived from the resolved source path, and every item
 is checkpointed with its fingerprint (size, newest mtime, sha256). Running the
 same import again after a crash, ``kill -9`` or Ctrl-C re-imports nothing that

@@ -4,8 +4,11 @@ Each batch writes, for every imported session, its snapshot (with the source's
 ``modified_at``, not the import time), its event log (under the source's
 generation when it has one), its audit rows, and its ``migration_items``
 checkpoint row — all through one :meth:`Database.write` call, so a crash or a
-``kill -9`` leaves either the whole batch or none of it. Row SQL is shared with
-the rest of the backend through :mod:`sqlstore.sqlite.rows`.
+``kill -9`` leaves either the whole batch or none of it, and the call returns
+only after the commit (durable with ``durability="full"``). Row SQL is shared
+with the rest of the backend through :mod:`sqlstore.sqlite.rows`; a log is
+written whole (:func:`rows.insert_log`, one ``executemany``) rather than record
+by record, and the batch's checkpoint rows go in with one ``executemany``.
 """
 
 from __future__ import annotations
