@@ -147,18 +147,23 @@ RECORDS = [
 
 
 def _log_rows(conn: apsw.Connection, sid: str) -> tuple[list[Any], list[Any]]:
-    head = conn.execute(
-        "SELECT length, modified_at_ns FROM event_logs WHERE session_id = ?", (sid,)
-    ).fetchall()
-    events = conn.execute(
-        "SELECT pos, is_gap, type, at_ns, body FROM events WHERE session_id = ? ORDER BY pos",
-        (sid,),
-    ).fetchall()
-    return head, events
+    """Every column of the log head (but the generation) and of the records of ``sid``."""
+
+    def rows_of(table: str, order: str) -> list[dict[str, Any]]:
+        names = [n for (n,) in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
+        found = conn.execute(
+            f"SELECT * FROM {table} WHERE session_id = ? ORDER BY {order}", (sid,)
+        ).fetchall()
+        return [
+            {k: v for k, v in zip(names, row, strict=True) if k not in ("session_id", "generation")}
+            for row in found
+        ]
+
+    return rows_of("event_logs", "session_id"), rows_of("events", "pos")
 
 
 def test_insert_log_leaves_the_rows_of_one_append_per_record(tmp_path: Path) -> None:
-    """insert_log writes the log head and events that append_record would, in one go."""
+    """insert_log writes the log head and events append_record would (every column), at once."""
     with SQLiteStore(tmp_path / "s.db") as store:
 
         def op(conn: apsw.Connection) -> str:
