@@ -62,7 +62,11 @@ def message_from_runlog(payload: dict[str, JSON], at: str, blobs: Mapping[str, b
     raw_text = payload.get("text", "")
     text = raw_text if isinstance(raw_text, str) else ""
     extra: dict[str, JSON] = {"runlog_type": mtype, "runlog_at": at}
-    fields = {k: v for k, v in payload.items() if k not in _MAPPED_MESSAGE_KEYS}
+    fields: dict[str, JSON] = (
+        {}
+        if payload.keys() <= _MAPPED_MESSAGE_KEYS  # the usual case: no unknown keys
+        else {k: v for k, v in payload.items() if k not in _MAPPED_MESSAGE_KEYS}
+    )
     if not isinstance(raw_text, str):
         fields["text"] = raw_text
     if fields:
