@@ -213,45 +213,32 @@ AUDIT_COLUMNS = (
 )
 
 
+_INSERT_AUDIT = f"INSERT INTO tool_calls ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _audit_row(rec: ToolCallRecord, at_ns: int) -> tuple[object, ...]:
+    return (
+        rec.session_id,
+        rec.call_id,
+        rec.tool,
+        rec.args,
+        rec.result,
+        int(rec.is_error),
+        at_ns,
+        rec.queued_us,
+        rec.took_us,
+        rec.run_id,
+    )
+
+
 def insert_audit(conn: apsw.Connection, rec: ToolCallRecord, at_ns: int) -> None:
     """Insert one audit row."""
-    conn.execute(
-        f"INSERT INTO tool_calls ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            rec.session_id,
-            rec.call_id,
-            rec.tool,
-            rec.args,
-            rec.result,
-            int(rec.is_error),
-            at_ns,
-            rec.queued_us,
-            rec.took_us,
-            rec.run_id,
-        ),
-    )
+    conn.execute(_INSERT_AUDIT, _audit_row(rec, at_ns))
 
 
 def insert_audits(conn: apsw.Connection, records: list[tuple[ToolCallRecord, int]]) -> None:
     """Insert audit rows in order, each ``(record, at_ns)`` as :func:`insert_audit` does."""
-    conn.executemany(
-        f"INSERT INTO tool_calls ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                rec.session_id,
-                rec.call_id,
-                rec.tool,
-                rec.args,
-                rec.result,
-                int(rec.is_error),
-                at_ns,
-                rec.queued_us,
-                rec.took_us,
-                rec.run_id,
-            )
-            for rec, at_ns in records
-        ],
-    )
+    conn.executemany(_INSERT_AUDIT, [_audit_row(rec, at_ns) for rec, at_ns in records])
 
 
 def audit_from_row(row: tuple[Any, ...]) -> ToolCallRecord:
