@@ -24,10 +24,10 @@ from typing import Any
 import click
 
 import retention
-from cli import render
 from cli.context import DURATION, CliContext, Refused, json_option, pass_cli, stdin_is_terminal
+from cli.retention_render import history_lines, plan_lines, report_lines
 from retention.daemon import DEFAULT_JITTER, RoundResult, daemon_owner
-from retention.history import DEFAULT_HISTORY_LIMIT, RunRecord
+from retention.history import DEFAULT_HISTORY_LIMIT
 from sqlstore import clock
 from sqlstore.errors import StoreError
 
@@ -58,55 +58,6 @@ def load(config_path: Path | None) -> retention.RetentionConfig:
     if config_path is None:
         return retention.DEFAULT_CONFIG
     return retention.load_config(config_path)
-
-
-def plan_lines(plan: retention.Plan) -> Iterator[str]:
-    """Yield the exact candidate table of a plan, then a summary line."""
-    if plan.entries:
-        body = [
-            [
-                e.meta.id,
-                str(e.meta.kind),
-                str(e.meta.state),
-                clock.format_rfc3339(e.meta.modified_at),
-                e.reason,
-            ]
-            for e in plan.entries
-        ]
-        yield from render.table(["ID", "KIND", "STATE", "MODIFIED (UTC)", "REASON"], body)
-    else:
-        yield "No sessions to delete."
-    yield plan_summary(plan)
-
-
-def plan_summary(plan: retention.Plan) -> str:
-    """Return the one-line summary of a plan: counts, protections, policy, generation."""
-    reasons = " ".join(f"{k}={v}" for k, v in sorted(plan.counts.by_reason.items()))
-    kept = " ".join(f"{k}={v}" for k, v in sorted(plan.protected.items()))
-    return (
-        f"{plan.counts.total} of {plan.scanned} sessions planned"
-        + (f" ({reasons})" if reasons else "")
-        + (f"; protected: {kept}" if kept else "")
-        + f"; policy {plan.policy.describe()}; generation {plan.generation[:16]}"
-    )
-
-
-def report_lines(report: retention.Report) -> Iterator[str]:
-    """Yield the human summary of a sweep."""
-    yield (
-        f"Deleted {report.deleted} of {report.planned} planned sessions "
-        f"(changed since planning: {report.changed}, leased since: {report.leased}, "
-        f"failed: {report.failed}) in {report.seconds:.2f}s"
-    )
-    if report.bytes_before or report.bytes_after:
-        yield (
-            f"File size {render.human_bytes(report.bytes_before)} -> "
-            f"{render.human_bytes(report.bytes_after)}"
-        )
-    if report.interrupted:
-        yield "Stopped before the end; the rest is left for the next sweep."
-    for error in report.errors:
-        yield f"error: {error}"
 
 
 @contextlib.contextmanager
@@ -343,54 +294,6 @@ def daemon_cmd(
             open_store, config.policy, interval, stop=stop, jitter=jitter, log=log
         )
     log(f"retention daemon stopped after {rounds} round(s)")
-
-
-HISTORY_HEADERS = (
-    "ID",
-    "STARTED (UTC)",
-    "TOOK",
-    "PLANNED",
-    "DELETED",
-    "SKIPPED",
-    "FAILED",
-    "POLICY",
-    "DETAIL",
-)
-
-
-def history_lines(runs: list[RunRecord]) -> Iterator[str]:
-    """Yield the ``retention history`` table."""
-    if not runs:
-        yield "No retention sweeps recorded."
-        return
-    body = [
-        [
-            str(r.id),
-            render.short_time(r.started_at),
-            f"{(r.ended_at - r.started_at).total_seconds():.1f}s",
-            str(r.planned),
-            str(r.deleted),
-            str(r.changed),
-            str(r.failed),
-            r.policy_hash[:12],
-            render.one_line(r.detail, 60),
-        ]
-        for r in runs
-    ]
-    yield from render.table(
-        [
-            "ID",
-            "STARTED (UTC)",
-            "TOOK",
-            "PLANNED",
-            "DELETED",
-            "SKIPPED",
-            "FAILED",
-            "POLICY",
-            "DETAIL",
-        ],
-        body,
-    )
 
 
 @retention_group.command("history")
