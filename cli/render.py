@@ -20,9 +20,31 @@ CELL_MAX_CHARS = 60
 """Longest cell a table prints; longer text is cut and ends with "…"."""
 
 
+_CONTROL_NAMES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible(text: str) -> str:
+    """Return ``text`` with control characters shown as escapes (``\\n``, ``\\x1b``, ...).
+
+    Stored text is printed on one line and can never move the cursor or send a
+    terminal escape sequence.
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        ch
+        if ch.isprintable() or ch == " "
+        else _CONTROL_NAMES.get(ch) or ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
 def one_line(text: str, max_chars: int = CELL_MAX_CHARS) -> str:
-    """Fold ``text`` to one line and cut it to ``max_chars`` characters (ending with "…")."""
-    line = " ".join(text.split())
+    """Fold ``text`` to one line and cut it to ``max_chars`` characters (ending with "…").
+
+    Runs of whitespace become one space; other control characters are escaped.
+    """
+    line = visible(" ".join(text.split()))
     if max_chars > 0 and len(line) > max_chars:
         return line[: max_chars - 1] + "…"
     return line
@@ -134,7 +156,7 @@ def session_summary(session: Session, meta: SessionMeta | None) -> Iterator[str]
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         if value:
-            yield f"{key.ljust(width)}  {value}"
+            yield f"{key.ljust(width)}  {visible(value)}"
 
 
 def usage_text(session: Session) -> str:

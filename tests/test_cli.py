@@ -600,3 +600,19 @@ def test_session_and_maintenance_commands_accept_json(name: str) -> None:
     """Each session and maintenance command takes --json itself, not only the global flag."""
     command = cli.commands[name]
     assert any("--json" in p.opts for p in command.params if isinstance(p, click.Option))
+
+
+def test_show_and_ls_print_control_characters_as_escapes(tmp_path: Path) -> None:
+    """Newlines and terminal escapes in stored text never break a line or reach the terminal."""
+    path = tmp_path / "s.db"
+    session = Session.new("x", title="two\nlines \x1b[31mred")
+    session.labels["note"] = "a\nb"
+    with SQLiteStore(path) as store:
+        store.sessions.save(session)
+    shown = run("--db", str(path), "show", "x")
+    assert shown.exit_code == 0, shown.output
+    assert "title         two\\nlines \\x1b[31mred" in shown.stdout
+    assert "labels        note=a\\nb" in shown.stdout
+    assert "\x1b" not in shown.stdout
+    listed = run("--db", str(path), "ls")
+    assert "two lines \\x1b[31mred" in listed.stdout and "\x1b" not in listed.stdout
