@@ -29,17 +29,38 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from retention.planner import Plan
+from retention.planner import Plan, PlanEntry
 from sqlstore.errors import StoreError
 from sqlstore.ports import Store
+from sqlstore.sqlite.connection import BUSY_SLEEP_MAX_S
+
+if TYPE_CHECKING:
+    from sqlstore.sqlite import SQLiteStore
 
 MAX_CONSECUTIVE_FAILURES = 20
 """Failed deletions in a row after which a sweep gives up."""
 
 MAX_REPORTED_ERRORS = 20
 """How many error messages a report keeps (the count is always exact)."""
+
+SWEEP_HOLD_BUDGET_MS = 1.0
+"""A deletion transaction takes no new entry once it has held the write lock this long."""
+
+SWEEP_PAUSE_MIN_MS = BUSY_SLEEP_MAX_S * 1000 + 1
+"""Shortest pause between two deletion transactions: longer than the longest sleep of
+the busy handler (:data:`~sqlstore.sqlite.connection.BUSY_SLEEP_MAX_S`), so a writer
+that found the lock taken wakes up while it is free."""
+
+SWEEP_DUTY_CYCLE = 0.25
+"""Largest share of the time the sweep works (holds the write lock or checkpoints)."""
+
+SWEEP_BATCH_ENTRIES = 32
+"""Entries taken (``stop`` checked, ``heartbeat`` called) before a deletion transaction."""
+
+SWEEP_CHECKPOINT_EVERY = 64
+"""Deletions between two passive WAL checkpoints run by the sweep itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,62 +141,243 @@ def shrink(store: object) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """How a sweep of a SQLite file shares the write lock and the disk (see the module doc).
+
+    ``sleep`` and ``timer`` are injectable so tests can watch the mechanism
+    without waiting; every other field has the default of the module constant
+    named after it.
+    """
+
+    hold_budget_s: float = SWEEP_HOLD_BUDGET_MS / 1000
+    pause_min_s: float = SWEEP_PAUSE_MIN_MS / 1000
+    duty_cycle: float = SWEEP_DUTY_CYCLE
+    batch_entries: int = SWEEP_BATCH_ENTRIES
+    checkpoint_every: int = SWEEP_CHECKPOINT_EVERY
+    durable_deletes: bool = False
+    sleep: Callable[[float], None] = time.sleep
+    timer: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        if not 0 < self.duty_cycle <= 1:
+            raise ValueError("duty_cycle must be in (0, 1]")
+        if self.batch_entries < 1:
+            raise ValueError("batch_entries must be at least 1")
+        if self.hold_budget_s < 0 or self.pause_min_s < 0 or self.checkpoint_every < 0:
+            raise ValueError("hold_budget_s, pause_min_s and checkpoint_every must be >= 0")
+
+    def pause_after(self, worked_s: float) -> float:
+        """Return the pause after ``worked_s`` s of work: work takes ``duty_cycle`` of the time."""
+        return max(self.pause_min_s, worked_s * (1 - self.duty_cycle) / self.duty_cycle)
+
+
+@dataclass(slots=True)
+class _Tally:
+    """The counters of a sweep in progress."""
+
+    deleted: int = 0
+    changed: int = 0
+    leased: int = 0
+    failed: int = 0
+    in_a_row: int = 0
+    interrupted: bool = False
+    lease_lost: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def fail(self, what: str, exc: StoreError) -> bool:
+        """Count a failed entry; return True when the sweep should give up."""
+        self.failed += 1
+        self.in_a_row += 1
+        if len(self.errors) < MAX_REPORTED_ERRORS:
+            self.errors.append(f"{what}: {exc}")
+        if self.in_a_row >= MAX_CONSECUTIVE_FAILURES:
+            self.interrupted = True
+            self.errors.append(f"gave up after {self.in_a_row} failed deletions in a row")
+            return True
+        return False
+
+
+def _start_entry(
+    tally: _Tally, stop: threading.Event | None, heartbeat: Callable[[], None] | None
+) -> bool:
+    """Check ``stop`` and call ``heartbeat`` before an entry; False ends the sweep."""
+    if stop is not None and stop.is_set():
+        tally.interrupted = True
+        return False
+    if heartbeat is not None:
+        try:
+            heartbeat()
+        except StoreError as exc:
+            # The daemon's lease was lost: another sweeper may be at work now.
+            tally.interrupted = tally.lease_lost = True
+            tally.errors.append(f"stopped: {exc}")
+            return False
+    return True
+
+
+def _delete_one(store: Store, entry: PlanEntry, tally: _Tally) -> bool:
+    """Delete one entry in a transaction of its own; return False when the sweep gives up."""
+    try:
+        if entry.meta.id in store.leases.held():
+            tally.leased += 1
+        elif store.sessions.delete_if_unchanged(entry.meta):
+            tally.deleted += 1
+        else:
+            tally.changed += 1
+        tally.in_a_row = 0
+    except StoreError as exc:
+        return not tally.fail(entry.meta.id, exc)
+    return True
+
+
+def _sweep_each(
+    store: Store,
+    plan: Plan,
+    tally: _Tally,
+    stop: threading.Event | None,
+    heartbeat: Callable[[], None] | None,
+) -> None:
+    """One transaction per entry, no pauses (stores without a file lock to share)."""
+    for entry in plan.entries:
+        if not _start_entry(tally, stop, heartbeat) or not _delete_one(store, entry, tally):
+            return
+
+
+def _checkpoint(store: SQLiteStore, tally: _Tally) -> None:
+    """Copy the WAL into the file without blocking anyone; a failure is reported once."""
+    from sqlstore.sqlite.maintenance import checkpoint
+
+    try:
+        checkpoint(store)
+    except StoreError as exc:
+        message = f"checkpoint during the sweep failed: {exc}"
+        if message not in tally.errors and len(tally.errors) < MAX_REPORTED_ERRORS:
+            tally.errors.append(message)
+
+
+def deletion_store(store: SQLiteStore, pacing: Pacing) -> SQLiteStore | None:
+    """Open the store a paced sweep deletes through; None means ``store`` itself.
+
+    Unless ``pacing.durable_deletes``, a store opened with ``durability="full"``
+    gets a second handle on the same file with ``durability="normal"``, whose
+    commits do not wait for the disk (see the module doc). The caller closes it.
+    """
+    from sqlstore.sqlite import SQLiteStore
+
+    if pacing.durable_deletes or store.db.durability != "full" or store.db.closed:
+        return None
+    try:
+        return SQLiteStore(store.path, durability="normal", create=False)
+    except StoreError:
+        return None  # deleting through the caller's handle still works
+
+
+def _sweep_paced(
+    store: SQLiteStore,
+    plan: Plan,
+    tally: _Tally,
+    stop: threading.Event | None,
+    heartbeat: Callable[[], None] | None,
+    pacing: Pacing,
+) -> None:
+    """Sweep through :func:`deletion_store`, then close it."""
+    deleter = deletion_store(store, pacing)
+    try:
+        _sweep_batches(store, deleter or store, plan, tally, stop, heartbeat, pacing)
+    finally:
+        if deleter is not None:
+            deleter.close()
+
+
+def _sweep_batches(
+    store: SQLiteStore,
+    deleter: SQLiteStore,
+    plan: Plan,
+    tally: _Tally,
+    stop: threading.Event | None,
+    heartbeat: Callable[[], None] | None,
+    pacing: Pacing,
+) -> None:
+    """Batched, budgeted deletion transactions with pauses and checkpoints (module doc)."""
+    entries = plan.entries
+    upcoming = 0  # index of the next entry not yet in a batch
+    since_checkpoint = 0
+    while upcoming < len(entries) and not tally.interrupted:
+        batch: list[PlanEntry] = []
+        while upcoming < len(entries) and len(batch) < pacing.batch_entries:
+            if not _start_entry(tally, stop, heartbeat):
+                break
+            batch.append(entries[upcoming])
+            upcoming += 1
+        if tally.lease_lost:
+            return  # another sweeper may be at work: leave even this batch to it
+        while batch:
+            began = pacing.timer()
+            try:
+                held = store.leases.held()
+                todo = [entry for entry in batch if entry.meta.id not in held]
+                outcomes = deleter.sessions.delete_many_if_unchanged(
+                    [entry.meta for entry in todo],
+                    budget_s=pacing.hold_budget_s,
+                    timer=pacing.timer,
+                )
+            except StoreError:
+                # Find out which entry fails (or whether all do) one by one.
+                for entry in batch:
+                    if not _delete_one(store, entry, tally):
+                        return
+                break
+            done = sum(outcomes)
+            tally.leased += len(batch) - len(todo)
+            tally.deleted += done
+            tally.changed += len(outcomes) - done
+            tally.in_a_row = 0
+            batch = todo[len(outcomes) :]
+            since_checkpoint += done
+            if batch or upcoming < len(entries):
+                if pacing.checkpoint_every and since_checkpoint >= pacing.checkpoint_every:
+                    _checkpoint(deleter, tally)
+                    since_checkpoint = 0
+                pacing.sleep(pacing.pause_after(pacing.timer() - began))
+
+
 def sweep(
     store: Store,
     plan: Plan,
     *,
     stop: threading.Event | None = None,
     heartbeat: Callable[[], None] | None = None,
+    pacing: Pacing | None = None,
 ) -> Report:
     """Delete the plan's entries that are still unchanged and unleased; see the module doc.
 
     Args:
         store: the store the plan was made from.
         plan: the plan to carry out.
-        stop: when set, the sweep ends before the next entry.
-        heartbeat: called before each entry (the sweeper renews its lease there);
-            a ``StoreError`` from it (a lost lease) ends the sweep, reported as
-            ``interrupted`` with the error; other exceptions propagate.
+        stop: when set, the sweep ends before the next entry is taken into a
+            batch (the entries already taken still complete).
+        heartbeat: called before each entry is taken (the sweeper renews its
+            lease there); a ``StoreError`` from it (a lost lease) ends the sweep at
+            once, reported as ``interrupted`` with the error; other exceptions
+            propagate.
+        pacing: how a SQLite sweep shares the lock and the disk (default
+            :class:`Pacing`); ignored by stores without a file.
 
     Raises:
         StoreError: the file size could not be read before the sweep started.
     """
+    from sqlstore.sqlite import SQLiteStore
+
     started = time.perf_counter()
     bytes_before = store_file_size(store)
-    deleted = changed = leased = failed = 0
-    in_a_row = 0
-    interrupted = False
-    errors: list[str] = []
-    for entry in plan.entries:
-        if stop is not None and stop.is_set():
-            interrupted = True
-            break
-        if heartbeat is not None:
-            try:
-                heartbeat()
-            except StoreError as exc:
-                # The daemon's lease was lost: another sweeper may be at work now.
-                interrupted = True
-                errors.append(f"stopped: {exc}")
-                break
-        try:
-            if entry.meta.id in store.leases.held():
-                leased += 1
-            elif store.sessions.delete_if_unchanged(entry.meta):
-                deleted += 1
-            else:
-                changed += 1
-            in_a_row = 0
-        except StoreError as exc:
-            failed += 1
-            in_a_row += 1
-            if len(errors) < MAX_REPORTED_ERRORS:
-                errors.append(f"{entry.meta.id}: {exc}")
-            if in_a_row >= MAX_CONSECUTIVE_FAILURES:
-                interrupted = True
-                errors.append(f"gave up after {in_a_row} failed deletions in a row")
-                break
-    if deleted:
+    tally = _Tally()
+    if isinstance(store, SQLiteStore):
+        _sweep_paced(store, plan, tally, stop, heartbeat, pacing or Pacing())
+    else:
+        _sweep_each(store, plan, tally, stop, heartbeat)
+    errors = tally.errors
+    if tally.deleted:
         try:
             shrink(store)
         except StoreError as exc:
@@ -186,14 +388,14 @@ def sweep(
         errors.append(f"could not read the file size: {exc}")
         bytes_after = 0
     return Report(
-        deleted=deleted,
-        changed=changed,
-        failed=failed,
+        deleted=tally.deleted,
+        changed=tally.changed,
+        failed=tally.failed,
         bytes_before=bytes_before,
         bytes_after=bytes_after,
         seconds=time.perf_counter() - started,
-        leased=leased,
+        leased=tally.leased,
         planned=len(plan.entries),
-        interrupted=interrupted,
+        interrupted=tally.interrupted,
         errors=tuple(errors),
     )

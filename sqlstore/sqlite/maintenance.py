@@ -39,6 +39,7 @@ __all__ = [
     "VacuumReport",
     "backup",
     "check",
+    "checkpoint",
     "file_sizes",
     "stats",
     "vacuum",
@@ -167,6 +168,18 @@ def _vacuum_step(conn: apsw.Connection) -> int:
     conn.execute(f"PRAGMA incremental_vacuum({VACUUM_STEP_PAGES})").fetchall()
     row = conn.execute("PRAGMA freelist_count").fetchone()
     return int(row[0]) if row else 0
+
+
+def checkpoint(store: SQLiteStore) -> tuple[int, int]:
+    """Run a passive WAL checkpoint; return (frames in the WAL, frames copied into the file).
+
+    PASSIVE copies what it can without waiting for or blocking any reader or
+    writer (https://sqlite.org/c3ref/wal_checkpoint_v2.html). Once every frame is
+    copied, the next write transaction starts the WAL over from its beginning.
+    """
+    with store.db.reader() as conn:
+        row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return (0, 0) if row is None else (int(row[1]), int(row[2]))
 
 
 def vacuum(store: SQLiteStore, *, incremental: bool = False) -> VacuumReport:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -207,20 +208,57 @@ class SQLiteSessions:
         False (changing nothing) otherwise.
         """
         validate_session_id(expected.id)
+        return self._db.write(lambda conn: _delete_if_unchanged(conn, expected))
 
-        def op(conn: apsw.Connection) -> bool:
-            row = conn.execute(
-                f"SELECT {rows.META_COLUMNS} FROM sessions WHERE id = ?", (expected.id,)
-            ).fetchone()
-            if row is None or not rows_match(rows.meta_from_row(row), expected):
-                return False
-            leased = conn.execute(
-                "SELECT 1 FROM leases WHERE name = ? AND owner IS NOT NULL AND expires_at_ns > ?",
-                (expected.id, clock.now_ns()),
-            ).fetchone()
-            if leased is not None:
-                return False
-            rows.delete_session_rows(conn, expected.id)
-            return True
+    def delete_many_if_unchanged(
+        self,
+        expected: Sequence[SessionMeta],
+        *,
+        budget_s: float | None = None,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> builtins.list[bool]:
+        """Run :meth:`delete_if_unchanged` on each row in order, all in one transaction.
 
-        return self._db.write(op)
+        Each row is checked and deleted exactly as by :meth:`delete_if_unchanged`
+        (same comparison, same lease check, inside the same transaction as its
+        delete); one commit covers them all. With ``budget_s`` the transaction
+        stops taking new rows once that many seconds (read from ``timer``) have
+        passed since it began, after at least one row: the write lock is then held
+        for about the budget plus one deletion and the commit. Returns one
+        outcome per row handled, in order — a prefix of ``expected``; the rest
+        were not looked at. An error rolls back the whole transaction.
+
+        Raises:
+            StoreBusy: the write lock was not free within the busy timeout.
+            StoreError: the transaction failed; nothing was deleted.
+        """
+        for meta in expected:
+            validate_session_id(meta.id)
+
+        def op(conn: apsw.Connection) -> builtins.list[bool]:
+            began = timer()
+            outcomes: builtins.list[bool] = []
+            for meta in expected:
+                if outcomes and budget_s is not None and timer() - began >= budget_s:
+                    break
+                outcomes.append(_delete_if_unchanged(conn, meta))
+            return outcomes
+
+        return self._db.write(op) if expected else []
+
+
+def _delete_if_unchanged(conn: apsw.Connection, expected: SessionMeta) -> bool:
+    """Delete one session inside the caller's write transaction if its row is unchanged."""
+    row = conn.execute(
+        f"SELECT {rows.META_COLUMNS} FROM sessions WHERE id = ?", (expected.id,)
+    ).fetchone()
+    if row is None or not rows_match(rows.meta_from_row(row), expected):
+        return False
+    leased = conn.execute(
+        "SELECT 1 FROM leases WHERE name = ? AND owner IS NOT NULL AND expires_at_ns > ?",
+        (expected.id, clock.now_ns()),
+    ).fetchone()
+    if leased is not None:
+        return False
+    rows.delete_session_rows(conn, expected.id)
+    return True
