@@ -182,7 +182,6 @@ class _Tally:
     failed: int = 0
     in_a_row: int = 0
     interrupted: bool = False
-    lease_lost: bool = False
     errors: list[str] = field(default_factory=list)
 
     def fail(self, what: str, exc: StoreError) -> bool:
@@ -210,7 +209,7 @@ def _start_entry(
             heartbeat()
         except StoreError as exc:
             # The daemon's lease was lost: another sweeper may be at work now.
-            tally.interrupted = tally.lease_lost = True
+            tally.interrupted = True
             tally.errors.append(f"stopped: {exc}")
             return False
     return True
@@ -310,8 +309,6 @@ def _sweep_batches(
                 break
             batch.append(entries[upcoming])
             upcoming += 1
-        if tally.lease_lost:
-            return  # another sweeper may be at work: leave even this batch to it
         while batch:
             began = pacing.timer()
             try:
