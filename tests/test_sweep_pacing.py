@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -220,3 +221,28 @@ def test_entries_leased_before_their_batch_count_leased(store: SQLiteStore) -> N
     store.leases.acquire("s01", "agent", timedelta(minutes=5))
     report = sweep(store, the_plan, pacing=Pacing(sleep=lambda _s: None))
     assert (report.deleted, report.leased, report.changed) == (3, 1, 0)
+
+
+def test_unchanged_row_stored_in_another_json_spelling_still_matches(
+    store: SQLiteStore, path: Path
+) -> None:
+    """A relationship stored as non-canonical JSON is decoded and compared, not taken as changed."""
+    row = put(store, "odd", T0 - 10 * DAY)
+    moved = put(store, "moved", T0 - 10 * DAY)
+    conn = apsw.Connection(str(path))
+    try:
+        for sid in ("odd", "moved"):
+            (text,) = conn.execute(
+                "SELECT relationship FROM sessions WHERE id = ?", (sid,)
+            ).fetchone()
+            decoded = json.loads(text)
+            if sid == "moved":
+                decoded["call_id"] = "another-call"
+            conn.execute(
+                "UPDATE sessions SET relationship = ? WHERE id = ?",
+                (json.dumps(decoded, indent=2), sid),
+            )
+    finally:
+        conn.close()
+    assert store.sessions.delete_many_if_unchanged([row, moved]) == [True, False]
+    assert [m.id for m in store.sessions.iter_meta()] == ["moved"]
