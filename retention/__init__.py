@@ -2,7 +2,7 @@
 
 * :mod:`retention.policy` — :class:`Policy` / :class:`Rule`, TOML loading, durations;
 * :mod:`retention.planner` — the pure planner (:func:`plan_rows`) and :func:`plan`;
-* :mod:`retention.sweep` — :func:`sweep`, conditional deletes in small transactions;
+* :mod:`retention.sweep` — :func:`sweep`, conditional deletes in short, paced transactions;
 * :mod:`retention.daemon` — :func:`run_daemon`, the foreground loop;
 * :mod:`retention.history` — the record of every sweep (``retention_runs``).
 """
@@ -24,12 +24,13 @@ from retention.policy import (
     load_policy,
     parse_duration,
 )
-from retention.sweep import Report, sweep
+from retention.sweep import Pacing, Report, sweep
 
 __all__ = [
     "DAEMON_LEASE_NAME",
     "DEFAULT_CONFIG",
     "DEFAULT_POLICY",
+    "Pacing",
     "Plan",
     "PlanCounts",
     "PlanEntry",
