@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from retention.daemon import DAEMON_LEASE_NAME, install_stop_handlers, run_daemon, sweep_round
 from retention.history import RunRecord, list_runs, record_run
+from retention.pacing import Pacing
 from retention.planner import Plan, PlanCounts, PlanEntry, plan, plan_rows
 from retention.policy import (
     DEFAULT_CONFIG,
@@ -24,7 +25,7 @@ from retention.policy import (
     load_policy,
     parse_duration,
 )
-from retention.sweep import Pacing, Report, sweep
+from retention.sweep import Report, sweep
 
 __all__ = [
     "DAEMON_LEASE_NAME",

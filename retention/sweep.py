@@ -28,32 +28,35 @@ often the agent's) kept landing in the agents' appends. So a sweep of a
 :class:`~sqlstore.SQLiteStore` is paced (:class:`Pacing`; other stores delete one
 entry per call, as before):
 
-* **Batches on a budget.** Up to :data:`SWEEP_BATCH_ENTRIES` entries are taken
+The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing`.
+
+* **Batches on a budget.** Up to ``SWEEP_BATCH_ENTRIES`` (32) entries are taken
   (``stop`` checked and ``heartbeat`` called before each), then deleted with
   ``delete_many_if_unchanged``: each entry checked and deleted exactly as by
   ``delete_if_unchanged``, in one transaction that takes no new entry once it
-  has held the write lock for :data:`SWEEP_HOLD_BUDGET_MS` (at least one entry;
-  the rest go in the next transaction). Entries already taken are finished
+  has held the write lock for ``SWEEP_HOLD_BUDGET_MS`` (0.5 ms; at least one
+  entry; the rest go in the next transaction). Entries already taken are finished
   even when ``stop`` is set or the lease is lost meanwhile: a stop request ends
   the sweep within one batch.
 * **Pauses on a duty cycle.** After each transaction the sweep sleeps
-  ``max(SWEEP_PAUSE_MIN_MS, work * (1 - d) / d)`` with ``d =``
-  :data:`SWEEP_DUTY_CYCLE`, where ``work`` is the time it just spent (lease read,
-  transaction, checkpoint). The sweep thus works at most ``d`` of the time, and
-  the pause is longer than the busy handler's longest sleep, so a writer that
-  found the lock taken wakes up while it is free and gets it. A waiting append
-  waits for at most one transaction (about the budget plus a commit). The price
-  is prune throughput: about ``d`` of what an unpaced sweep reaches (measured:
-  from 3,100 to about 1,500 sessions/s on a 200,000-session store).
-* **The sweep checkpoints its own WAL.** Every :data:`SWEEP_CHECKPOINT_EVERY`
+  ``max(SWEEP_PAUSE_MIN_MS, work * (1 - d) / d)`` with ``d = SWEEP_DUTY_CYCLE``
+  (2.5 ms and 0.25: the pause is at least three times the work), where
+  ``work`` is the time it just spent (lease read, transaction, checkpoint). The
+  sweep thus works at most a quarter of the time, also on a slow or busy
+  machine, and the pause is longer than the next busy-handler sleep of any
+  writer that started waiting during the work (the arithmetic is in
+  :mod:`retention.pacing`), so that writer tries again while the lock is free
+  and gets it: a waiting append waits for one transaction (about 1 ms), never
+  for a run of them. The price is prune throughput, bounded by the duty cycle.
+* **The sweep checkpoints its own WAL.** Every ``SWEEP_CHECKPOINT_EVERY`` (64)
   deletions it runs a passive checkpoint (which blocks no one,
   :func:`sqlstore.sqlite.maintenance.checkpoint`) and counts it as work, so the
   WAL never grows to the automatic checkpoint threshold and the copying is
   paced like the deletions instead of landing in another process's commit.
 * **Deletions are not fsynced one by one.** A store opened with
   ``durability="full"`` deletes through a second handle on the same file opened
-  with ``durability="normal"`` (:func:`deletion_store`; ``Pacing.durable_deletes``
-  turns this off), so the write lock is not held while the disk syncs. This is
+  with ``durability="normal"`` (:func:`~retention.pacing.deletion_store`;
+  ``Pacing.durable_deletes`` turns this off), so the write lock is not held while the disk syncs. This is
   safe: the WAL is only ever durable as a prefix, so a power loss can undo the
   newest deletions but never leave a half-deleted session or reorder commits;
   an undone deletion brings back a session exactly as it was planned, which the
@@ -76,10 +79,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from retention.pacing import Pacing, deletion_store
 from retention.planner import Plan, PlanEntry
 from sqlstore.errors import StoreError
 from sqlstore.ports import Store
-from sqlstore.sqlite.connection import BUSY_SLEEP_MAX_S
 
 if TYPE_CHECKING:
     from sqlstore.sqlite import SQLiteStore
@@ -89,23 +92,6 @@ MAX_CONSECUTIVE_FAILURES = 20
 
 MAX_REPORTED_ERRORS = 20
 """How many error messages a report keeps (the count is always exact)."""
-
-SWEEP_HOLD_BUDGET_MS = 1.0
-"""A deletion transaction takes no new entry once it has held the write lock this long."""
-
-SWEEP_PAUSE_MIN_MS = BUSY_SLEEP_MAX_S * 1000 + 1
-"""Shortest pause between two deletion transactions: longer than the longest sleep of
-the busy handler (:data:`~sqlstore.sqlite.connection.BUSY_SLEEP_MAX_S`), so a writer
-that found the lock taken wakes up while it is free."""
-
-SWEEP_DUTY_CYCLE = 0.25
-"""Largest share of the time the sweep works (holds the write lock or checkpoints)."""
-
-SWEEP_BATCH_ENTRIES = 32
-"""Entries taken (``stop`` checked, ``heartbeat`` called) before a deletion transaction."""
-
-SWEEP_CHECKPOINT_EVERY = 64
-"""Deletions between two passive WAL checkpoints run by the sweep itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,37 +170,6 @@ def shrink(store: object) -> bool:
         vacuum(store, incremental=True)
         return True
     return False
-
-
-@dataclass(frozen=True, slots=True)
-class Pacing:
-    """How a sweep of a SQLite file shares the write lock and the disk (see the module doc).
-
-    ``sleep`` and ``timer`` are injectable so tests can watch the mechanism
-    without waiting; every other field has the default of the module constant
-    named after it.
-    """
-
-    hold_budget_s: float = SWEEP_HOLD_BUDGET_MS / 1000
-    pause_min_s: float = SWEEP_PAUSE_MIN_MS / 1000
-    duty_cycle: float = SWEEP_DUTY_CYCLE
-    batch_entries: int = SWEEP_BATCH_ENTRIES
-    checkpoint_every: int = SWEEP_CHECKPOINT_EVERY
-    durable_deletes: bool = False
-    sleep: Callable[[float], None] = time.sleep
-    timer: Callable[[], float] = time.monotonic
-
-    def __post_init__(self) -> None:
-        if not 0 < self.duty_cycle <= 1:
-            raise ValueError("duty_cycle must be in (0, 1]")
-        if self.batch_entries < 1:
-            raise ValueError("batch_entries must be at least 1")
-        if self.hold_budget_s < 0 or self.pause_min_s < 0 or self.checkpoint_every < 0:
-            raise ValueError("hold_budget_s, pause_min_s and checkpoint_every must be >= 0")
-
-    def pause_after(self, worked_s: float) -> float:
-        """Return the pause after ``worked_s`` s of work: work takes ``duty_cycle`` of the time."""
-        return max(self.pause_min_s, worked_s * (1 - self.duty_cycle) / self.duty_cycle)
 
 
 @dataclass(slots=True)
@@ -298,23 +253,6 @@ def _checkpoint(store: SQLiteStore, tally: _Tally) -> None:
         message = f"checkpoint during the sweep failed: {exc}"
         if message not in tally.errors and len(tally.errors) < MAX_REPORTED_ERRORS:
             tally.errors.append(message)
-
-
-def deletion_store(store: SQLiteStore, pacing: Pacing) -> SQLiteStore | None:
-    """Open the store a paced sweep deletes through; None means ``store`` itself.
-
-    Unless ``pacing.durable_deletes``, a store opened with ``durability="full"``
-    gets a second handle on the same file with ``durability="normal"``, whose
-    commits do not wait for the disk (see the module doc). The caller closes it.
-    """
-    from sqlstore.sqlite import SQLiteStore
-
-    if pacing.durable_deletes or store.db.durability != "full" or store.db.closed:
-        return None
-    try:
-        return SQLiteStore(store.path, durability="normal", create=False)
-    except StoreError:
-        return None  # deleting through the caller's handle still works
 
 
 def _sweep_paced(

@@ -21,10 +21,10 @@ from freezegun import freeze_time
 from test_retention_support import T0, put, put_now
 
 from retention import Policy, Rule, plan, sweep
-from retention.sweep import SWEEP_PAUSE_MIN_MS, Pacing, deletion_store
+from retention.pacing import Pacing, deletion_store
 from sqlstore import Event, SQLiteStore
 from sqlstore.errors import SessionNotFound
-from sqlstore.sqlite.connection import BUSY_SLEEP_MAX_S
+from sqlstore.sqlite.connection import BUSY_SLEEP_MAX_S, BUSY_SLEEP_MIN_S
 
 DAY = timedelta(days=1)
 CHILD_AGE = Policy(child=Rule(max_age=7 * DAY))
@@ -98,10 +98,19 @@ def test_pause_after_keeps_the_duty_cycle() -> None:
             Pacing(**bad)  # type: ignore[arg-type]
 
 
-def test_default_pause_outlasts_the_busy_handler_sleep() -> None:
-    """A writer whose busy handler sleeps its longest still wakes while the lock is free."""
-    assert SWEEP_PAUSE_MIN_MS / 1000 > BUSY_SLEEP_MAX_S
-    assert Pacing().pause_after(0.0) > BUSY_SLEEP_MAX_S
+def longest_next_sleep(waited_s: float) -> float:
+    """Return the longest sleep BusyWait can start after a writer has waited ``waited_s``."""
+    tries = int(waited_s / BUSY_SLEEP_MIN_S)  # every sleep lasts at least BUSY_SLEEP_MIN_S
+    return min(BUSY_SLEEP_MIN_S * 2 ** min(tries, 3), BUSY_SLEEP_MAX_S)
+
+
+def test_default_pause_outlasts_the_waiting_writers_next_sleep() -> None:
+    """After any amount of work, the pause is longer than a waiting writer's next sleep."""
+    pacing = Pacing()
+    for tenth_ms in range(200):
+        work_s = tenth_ms / 10_000
+        # A writer that found the lock taken started waiting during the work.
+        assert pacing.pause_after(work_s) > longest_next_sleep(work_s)
 
 
 def test_sweep_pauses_between_batches(store: SQLiteStore) -> None:
