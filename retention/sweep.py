@@ -56,14 +56,17 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
 * **Deletions are not fsynced one by one.** A store opened with
   ``durability="full"`` deletes through a second handle on the same file opened
   with ``durability="normal"`` (:func:`~retention.pacing.deletion_store`;
-  ``Pacing.durable_deletes`` turns this off), so the write lock is not held while the disk syncs. This is
-  safe: the WAL is only ever durable as a prefix, so a power loss can undo the
-  newest deletions but never leave a half-deleted session or reorder commits;
-  an undone deletion brings back a session exactly as it was planned, which the
-  next sweep deletes again. Any later durable commit on the file — an agent's
-  append, the sweep's history row (``retention_runs``, written through the
-  caller's handle after the sweep), a checkpoint — makes every deletion before
-  it durable too, so a recorded sweep's deletions are on disk.
+  ``Pacing.durable_deletes`` turns this off), so the write lock is not held
+  while the disk syncs. This is safe: the WAL is only ever durable as a
+  prefix, so a power loss can undo the newest deletions but never leave a
+  half-deleted session or reorder commits; an undone deletion brings back a
+  session exactly as it was planned, which the next sweep deletes again. Any
+  later durable commit or checkpoint on the file makes every deletion before
+  it durable too: an agent's append, the sweep's own checkpoints (SQLite syncs
+  the WAL before copying it), the WAL checkpoint of :func:`shrink` at the end
+  of the sweep, and the history row (``retention_runs``) that
+  :func:`~retention.daemon.sweep_round` writes through the caller's durable
+  handle. So the deletions a finished sweep reports are on disk.
 
 After a sweep that deleted something, a store with a file (SQLiteStore)
 checkpoints its WAL and runs an incremental vacuum so the file shrinks (see
@@ -315,7 +318,7 @@ def _sweep_batches(
             tally.in_a_row = 0
             batch = todo[len(outcomes) :]
             since_checkpoint += done
-            if batch or upcoming < len(entries):
+            if batch or (upcoming < len(entries) and not tally.interrupted):
                 if pacing.checkpoint_every and since_checkpoint >= pacing.checkpoint_every:
                     _checkpoint(deleter, tally)
                     since_checkpoint = 0

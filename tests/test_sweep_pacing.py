@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -255,3 +256,24 @@ def test_unchanged_row_stored_in_another_json_spelling_still_matches(
         conn.close()
     assert store.sessions.delete_many_if_unchanged([row, moved]) == [True, False]
     assert [m.id for m in store.sessions.iter_meta()] == ["moved"]
+
+
+def test_stop_finishes_the_batch_taken_and_does_not_pause_after_it(store: SQLiteStore) -> None:
+    """Entries taken before stop was set are deleted; the sweep then ends without a pause."""
+    stale(store, 6)
+    stop = threading.Event()
+    taken: list[int] = []
+
+    def heartbeat() -> None:
+        taken.append(1)
+        if len(taken) == 3:
+            stop.set()
+
+    pauses: list[float] = []
+    pacing = Pacing(batch_entries=2, hold_budget_s=60.0, sleep=pauses.append)
+    report = sweep(
+        store, plan(store, CHILD_AGE, now=T0), stop=stop, heartbeat=heartbeat, pacing=pacing
+    )
+    assert (report.deleted, report.interrupted) == (3, True)
+    assert len(pauses) == 1  # after the first batch only
+    assert len(list(store.sessions.iter_meta())) == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, Session
 from sqlstore.fold import load_or_fold
 from sqlstore.inventory import Page, SessionMeta, StoredSession
 from sqlstore.memory import rows_match
-from sqlstore.model import Principal, validate_session_id
+from sqlstore.model import Principal, Relationship, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.session import Session
 from sqlstore.sqlite import rows
@@ -250,6 +251,12 @@ class SQLiteSessions:
 _MATCH_COLUMNS = "modified_at_ns, version, state, kind, relationship, owner"
 
 
+@functools.lru_cache(maxsize=1024)
+def _canonical_of(value: Relationship | Principal) -> str:
+    """Return the canonical JSON the store writes for ``value`` (cached: many rows share one)."""
+    return rows._canonical(value.to_json())
+
+
 def _row_matches(row: tuple[Any, ...], expected: SessionMeta) -> bool:
     """True when a ``_MATCH_COLUMNS`` row holds what ``rows_match`` compares in ``expected``.
 
@@ -265,8 +272,8 @@ def _row_matches(row: tuple[Any, ...], expected: SessionMeta) -> bool:
         or clock.from_ns(mtime) != expected.modified_at
     ):
         return False
-    owner_json = None if expected.owner is None else rows._canonical(expected.owner.to_json())
-    if rel == rows._canonical(expected.relationship.to_json()) and owner == owner_json:
+    owner_json = None if expected.owner is None else _canonical_of(expected.owner)
+    if rel == _canonical_of(expected.relationship) and owner == owner_json:
         return True
     full = _meta_for_match(expected.id, row)
     return rows_match(full, expected)
