@@ -43,6 +43,9 @@ SWEEP_BATCH_ENTRIES = 32
 SWEEP_CHECKPOINT_EVERY = 64
 """Deletions between two passive WAL checkpoints run by the sweep itself."""
 
+SWEEP_VACUUM_STEP_PAGES = 64
+"""Free pages the incremental vacuum after a sweep moves per write transaction."""
+
 
 @dataclass(frozen=True, slots=True)
 class Pacing:
@@ -58,6 +61,7 @@ class Pacing:
     duty_cycle: float = SWEEP_DUTY_CYCLE
     batch_entries: int = SWEEP_BATCH_ENTRIES
     checkpoint_every: int = SWEEP_CHECKPOINT_EVERY
+    vacuum_step_pages: int = SWEEP_VACUUM_STEP_PAGES
     durable_deletes: bool = False
     sleep: Callable[[float], None] = time.sleep
     timer: Callable[[], float] = time.monotonic
@@ -65,8 +69,8 @@ class Pacing:
     def __post_init__(self) -> None:
         if not 0 < self.duty_cycle <= 1:
             raise ValueError("duty_cycle must be in (0, 1]")
-        if self.batch_entries < 1:
-            raise ValueError("batch_entries must be at least 1")
+        if self.batch_entries < 1 or self.vacuum_step_pages < 1:
+            raise ValueError("batch_entries and vacuum_step_pages must be at least 1")
         if self.hold_budget_s < 0 or self.pause_min_s < 0 or self.checkpoint_every < 0:
             raise ValueError("hold_budget_s, pause_min_s and checkpoint_every must be >= 0")
 

@@ -69,9 +69,9 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
   handle. So the deletions a finished sweep reports are on disk.
 
 After a sweep that deleted something, a store with a file (SQLiteStore)
-checkpoints its WAL and runs an incremental vacuum so the file shrinks (see
-:func:`shrink`); ``bytes_before``/``bytes_after`` report the bytes on disk of
-the database file plus its WAL (0 for MemoryStore).
+checkpoints its WAL and runs an incremental vacuum so the file shrinks, in
+short paced steps too (see :func:`shrink`); ``bytes_before``/``bytes_after``
+report the bytes on disk of the database file plus its WAL (0 for MemoryStore).
 """
 
 from __future__ import annotations
@@ -156,11 +156,14 @@ def store_file_size(store: object) -> int:
     return 0
 
 
-def shrink(store: object) -> bool:
+def shrink(store: object, pacing: Pacing | None = None) -> bool:
     """Checkpoint the WAL and return free pages to the file system; False without a file.
 
     Uses ``auto_vacuum=INCREMENTAL`` (``PRAGMA incremental_vacuum``), which only
-    moves free pages, not the whole file as ``VACUUM`` would.
+    moves free pages, not the whole file as ``VACUUM`` would. With ``pacing``
+    (as :func:`sweep` does) it moves ``pacing.vacuum_step_pages`` pages per
+    write transaction and pauses after each step as after a deletion
+    transaction, so other writers get the lock in between.
 
     Raises:
         StoreError: the maintenance could not run (for example ``StoreBusy``).
@@ -170,7 +173,15 @@ def shrink(store: object) -> bool:
     if isinstance(store, SQLiteStore):
         from sqlstore.sqlite.maintenance import vacuum
 
-        vacuum(store, incremental=True)
+        if pacing is None:
+            vacuum(store, incremental=True)
+        else:
+            paced = pacing
+
+            def pause(step_s: float) -> None:
+                paced.sleep(paced.pause_after(step_s))
+
+            vacuum(store, incremental=True, step_pages=paced.vacuum_step_pages, between_steps=pause)
         return True
     return False
 
@@ -355,14 +366,16 @@ def sweep(
     started = time.perf_counter()
     bytes_before = store_file_size(store)
     tally = _Tally()
+    paced: Pacing | None = None
     if isinstance(store, SQLiteStore):
-        _sweep_paced(store, plan, tally, stop, heartbeat, pacing or Pacing())
+        paced = pacing or Pacing()
+        _sweep_paced(store, plan, tally, stop, heartbeat, paced)
     else:
         _sweep_each(store, plan, tally, stop, heartbeat)
     errors = tally.errors
     if tally.deleted:
         try:
-            shrink(store)
+            shrink(store, paced)
         except StoreError as exc:
             errors.append(f"maintenance after the sweep failed: {exc}")
     try:

@@ -23,6 +23,7 @@ from test_retention_support import T0, put, put_now
 
 from retention import Policy, Rule, plan, sweep
 from retention.pacing import Pacing, deletion_store
+from retention.sweep import shrink
 from sqlstore import Event, SQLiteStore
 from sqlstore.errors import SessionNotFound
 from sqlstore.sqlite.connection import BUSY_SLEEP_MAX_S, BUSY_SLEEP_MIN_S
@@ -277,3 +278,23 @@ def test_stop_finishes_the_batch_taken_and_does_not_pause_after_it(store: SQLite
     assert (report.deleted, report.interrupted) == (3, True)
     assert len(pauses) == 1  # after the first batch only
     assert len(list(store.sessions.iter_meta())) == 3
+
+
+def test_shrink_moves_free_pages_in_paced_steps(path: Path) -> None:
+    """After a big deletion the vacuum runs in small steps with a pause between two."""
+    with SQLiteStore(path, durability="normal") as relaxed:
+        with freeze_time(T0 - 10 * DAY):
+            for i in range(20):
+                put_now(relaxed, f"big{i}")
+                relaxed.events.append(f"big{i}", Event(type="message", text="x" * 20_000))
+        for i in range(20):
+            relaxed.sessions.delete(f"big{i}")
+        with relaxed.db.reader() as conn:
+            (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+        assert free > 40
+        pauses: list[float] = []
+        assert shrink(relaxed, Pacing(vacuum_step_pages=8, sleep=pauses.append))
+        with relaxed.db.reader() as conn:
+            assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
+        assert Path(f"{path}-wal").stat().st_size == 0  # checkpointed and truncated
+    assert len(pauses) == -(-free // 8) - 1  # one step per 8 pages, a pause between two

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -164,8 +165,8 @@ class VacuumReport:
         }
 
 
-def _vacuum_step(conn: apsw.Connection) -> int:
-    conn.execute(f"PRAGMA incremental_vacuum({VACUUM_STEP_PAGES})").fetchall()
+def _vacuum_step(conn: apsw.Connection, pages: int = VACUUM_STEP_PAGES) -> int:
+    conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
     row = conn.execute("PRAGMA freelist_count").fetchone()
     return int(row[0]) if row else 0
 
@@ -182,14 +183,22 @@ def checkpoint(store: SQLiteStore) -> tuple[int, int]:
     return (0, 0) if row is None else (int(row[1]), int(row[2]))
 
 
-def vacuum(store: SQLiteStore, *, incremental: bool = False) -> VacuumReport:
+def vacuum(
+    store: SQLiteStore,
+    *,
+    incremental: bool = False,
+    step_pages: int = VACUUM_STEP_PAGES,
+    between_steps: Callable[[float], None] | None = None,
+) -> VacuumReport:
     """Shrink the file: checkpoint the WAL, then ``VACUUM`` (or only ``incremental_vacuum``).
 
     A full ``VACUUM`` rewrites the whole file and holds the write lock while it
     runs (other writers wait up to their busy timeout); ``incremental`` only
     returns free pages to the file system (the file uses ``auto_vacuum=INCREMENTAL``),
     ``VACUUM_STEP_PAGES`` at a time, each step one short write transaction of the
-    store's writer, so concurrent appends keep flowing between steps. Pages that
+    store's writer, so concurrent appends keep flowing between steps
+    (``step_pages`` per step; ``between_steps``, when given, is called after each
+    step but the last with the seconds it took, so a caller can pause). Pages that
     are only partly empty are not returned by ``incremental``: after deleting
     sessions spread over the whole file, a full ``VACUUM`` reclaims more.
 
@@ -204,11 +213,18 @@ def vacuum(store: SQLiteStore, *, incremental: bool = False) -> VacuumReport:
         if not incremental:
             conn.execute("VACUUM")
     if incremental:
-        while store.db.write(_vacuum_step) > 0:
-            pass
+        while True:
+            began = time.monotonic()
+            left = store.db.write(lambda conn: _vacuum_step(conn, step_pages))
+            if left <= 0:
+                break
+            if between_steps is not None:
+                between_steps(time.monotonic() - began)
     with store.db.reader() as conn:
         # Move the rewritten pages into the main file and empty the WAL, so the
-        # size the user sees is the size on disk.
+        # size the user sees is the size on disk. TRUNCATE holds the write lock
+        # while it copies, so a PASSIVE pass (which blocks no one) copies first.
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     after, wal_after = file_sizes(store.path)
     return VacuumReport(
