@@ -19,7 +19,7 @@ from pathlib import Path
 import apsw
 import pytest
 from freezegun import freeze_time
-from test_retention_support import T0, put, put_now
+from test_retention_support import T0, opened_store, put, put_now
 
 from retention import Policy, Rule, plan, sweep
 from retention.pacing import Pacing, deletion_store
@@ -298,3 +298,18 @@ def test_shrink_moves_free_pages_in_paced_steps(path: Path) -> None:
             assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
         assert Path(f"{path}-wal").stat().st_size == 0  # checkpointed and truncated
     assert len(pauses) == -(-free // 8) - 1  # one step per 8 pages, a pause between two
+
+
+def test_stores_without_a_file_are_not_paced() -> None:
+    """A MemoryStore sweep deletes one entry per call and never pauses."""
+    with opened_store("memory", Path("unused")) as memory:
+        for i in range(5):
+            put(memory, f"s{i}", T0 - 10 * DAY)
+        pauses: list[float] = []
+        report = sweep(
+            memory,
+            plan(memory, CHILD_AGE, now=T0),
+            pacing=Pacing(batch_entries=1, sleep=pauses.append),
+        )
+    assert report.deleted == 5
+    assert pauses == []
