@@ -28,7 +28,7 @@ from sqlstore.errors import StoreError
 if TYPE_CHECKING:
     from sqlstore.sqlite import SQLiteStore
 
-SWEEP_HOLD_BUDGET_MS = 0.5
+SWEEP_HOLD_BUDGET_MS = 0.25
 """A deletion transaction takes no new entry once it has held the write lock this long."""
 
 SWEEP_PAUSE_MIN_MS = 2.5

@@ -34,7 +34,7 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
   (``stop`` checked and ``heartbeat`` called before each), then deleted with
   ``delete_many_if_unchanged``: each entry checked and deleted exactly as by
   ``delete_if_unchanged``, in one transaction that takes no new entry once it
-  has held the write lock for ``SWEEP_HOLD_BUDGET_MS`` (0.5 ms; at least one
+  has held the write lock for ``SWEEP_HOLD_BUDGET_MS`` (0.25 ms; at least one
   entry; the rest go in the next transaction). Entries already taken are finished
   even when ``stop`` is set or the lease is lost meanwhile: a stop request ends
   the sweep within one batch.
@@ -46,7 +46,7 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
   machine, and the pause is longer than the next busy-handler sleep of any
   writer that started waiting during the work (the arithmetic is in
   :mod:`retention.pacing`), so that writer tries again while the lock is free
-  and gets it: a waiting append waits for one transaction (about 1 ms), never
+  and gets it: a waiting append waits for one transaction (under 1 ms), never
   for a run of them. The price is prune throughput, bounded by the duty cycle.
 * **The sweep checkpoints its own WAL.** Every ``SWEEP_CHECKPOINT_EVERY`` (64)
   deletions it runs a passive checkpoint (which blocks no one,
