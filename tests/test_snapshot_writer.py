@@ -164,7 +164,7 @@ def test_bytes_equal_the_reference_cold_and_warm(session: Session) -> None:
     """encode gives json.dumps(to_json(s)) bytes, on a cold cache and again from the cache."""
     try:
         expected = reference(session)
-    except (UnicodeEncodeError, SnapshotError):  # a lone surrogate: the codec refuses it
+    except (ValueError, SnapshotError):  # a lone surrogate or an infinite float: refused
         with pytest.raises(SnapshotError):
             snapshot.encode(session)
         return

@@ -91,6 +91,9 @@ class Notifier:
     registers in ``waiters`` *before* it compares ``count``, and ``bump`` changes
     ``count`` *before* it reads ``waiters``, so either the waiter sees the new
     count or ``bump`` sees the waiter (under the GIL these steps are ordered).
+    Two stores on the same file may bump at the same moment and lose one
+    increment; that is harmless, as a follower only needs to see ``count`` change
+    after a commit, and each bump comes after its own commit.
     """
 
     def __init__(self) -> None:
