@@ -175,20 +175,20 @@ def conversation(messages: Sequence[Message]) -> Iterator[str]:
     """Yield a readable transcript: one block per message, tool calls and results indented."""
     for index, msg in enumerate(messages, start=1):
         yield ""
-        yield f"[{index}] {msg.role}"
+        yield f"[{index}] {visible(msg.role)}"
         if msg.reasoning:
             yield f"  (reasoning) {one_line(msg.reasoning, 200)}"
         for text_line in msg.text.splitlines():
-            yield f"  {text_line}"
+            yield f"  {visible(text_line)}"
         for part in msg.parts:
-            where = part.url or f"{len(part.data)} bytes"
-            yield f"  [{part.kind or 'part'} {part.mime_type} {where}]"
+            where = visible(part.url) if part.url else f"{len(part.data)} bytes"
+            yield f"  [{visible(part.kind or 'part')} {visible(part.mime_type)} {where}]"
         for call in msg.tool_calls:
-            yield f"  -> {call.name}({one_line(call.args, 200)})  id={call.id}"
+            yield f"  -> {visible(call.name)}({one_line(call.args, 200)})  id={visible(call.id)}"
         if msg.tool_result is not None:
             res = msg.tool_result
             flag = " ERROR" if res.is_error else ""
-            yield f"  <- {res.call_id}{flag}: {one_line(res.content, 200)}"
+            yield f"  <- {visible(res.call_id)}{flag}: {one_line(res.content, 200)}"
 
 
 def json_line(doc: object) -> str:

@@ -616,3 +616,18 @@ def test_show_and_ls_print_control_characters_as_escapes(tmp_path: Path) -> None
     assert "\x1b" not in shown.stdout
     listed = run("--db", str(path), "ls")
     assert "two lines \\x1b[31mred" in listed.stdout and "\x1b" not in listed.stdout
+
+
+def test_show_escapes_control_characters_in_the_conversation(tmp_path: Path) -> None:
+    """Message text, tool names and ids with terminal escapes print as escapes in `show`."""
+    path = tmp_path / "s.db"
+    session = conversation_session("x")
+    session.begin_turn()
+    session.record_user_prompt("hi \x1b[2J\x1b]0;pwned\x07 there\r\nnext")
+    with SQLiteStore(path) as store:
+        store.sessions.save(session)
+    shown = run("--db", str(path), "show", "x")
+    assert shown.exit_code == 0, shown.output
+    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout and "\r" not in shown.stdout
+    assert "  hi \\x1b[2J\\x1b]0;pwned\\x07 there" in shown.stdout
+    assert "  next" in shown.stdout
