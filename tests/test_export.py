@@ -157,6 +157,29 @@ def test_export_never_overwrites_and_reports_the_session(tmp_path: Path) -> None
     assert (out / "20261128-090000.jsonl").read_text() == "keep me"
 
 
+def test_a_session_that_fails_half_way_leaves_none_of_its_files(tmp_path: Path) -> None:
+    """A mecatl export whose events file cannot be created removes that session's snapshot."""
+    from sqlstore.migrate.mecatl_source import (
+        EVENTS_SUFFIX,
+        SNAPSHOT_SUFFIX,
+        V2_DIR,
+        family_token,
+    )
+
+    store = MemoryStore()
+    run_migration(store, EXAMPLES / "runlogs")
+    sid = "20261128-090000"
+    folder = tmp_path / "out" / V2_DIR
+    folder.mkdir(parents=True)
+    blocker = folder / f"{family_token(sid)}{EVENTS_SUFFIX}"
+    blocker.write_text("someone else's")
+    report = export_sessions(store, "mecatl", tmp_path / "out", session_ids=[sid])
+    assert [s for s, _ in report.failed] == [sid]
+    assert not (folder / f"{family_token(sid)}{SNAPSHOT_SUFFIX}").exists()
+    assert blocker.read_text() == "someone else's"
+    assert sorted(p.name for p in folder.iterdir()) == [blocker.name]
+
+
 # -- property tests -------------------------------------------------------------------------
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)

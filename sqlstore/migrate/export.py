@@ -94,7 +94,8 @@ def export_sessions(
     """Write the given sessions (every session when None) under ``out`` in format ``fmt``.
 
     A session that cannot be written (a bad file name, an OS error) is reported
-    in ``failed`` and the export goes on. An error that ends the export (the
+    in ``failed``, the files already written for it are removed, and the export
+    goes on. An error that ends the export (the
     store is unreadable or damaged) removes every file and directory this call
     created before it propagates, so a failed export leaves nothing behind.
 
@@ -110,29 +111,39 @@ def export_sessions(
         raise MigrationError(f"{root} exists and is not a directory")
     folder = root / V2_DIR if fmt == FORMAT_MECATL else root
     # Every directory created here is 0700, intermediate ones too, whatever the umask.
-    created_dirs = make_private_dirs(os.fspath(folder))
+    created = _Created(dirs=make_private_dirs(os.fspath(folder)))
     report = ExportReport(format=fmt, out=str(root))
-    written_paths: list[Path] = []
     try:
-        _export_each(store, fmt, folder, session_ids, report, written_paths)
+        _export_each(store, fmt, folder, session_ids, report, created)
     except BaseException:
-        _remove_created(written_paths, created_dirs)
+        created.undo((0, 0))
         raise
     report.seconds = time.monotonic() - started
     return report
 
 
-def _remove_created(files: list[Path], dirs: list[str]) -> None:
-    """Delete files written by a failed export, then the directories it made, if empty."""
-    for path in reversed(files):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        if path.parent.name.endswith(BLOBS_SUFFIX):
+@dataclass
+class _Created:
+    """The files and directories an export created, in creation order."""
+
+    files: list[Path] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+
+    def mark(self) -> tuple[int, int]:
+        """Return a position to :meth:`undo` back to."""
+        return len(self.files), len(self.dirs)
+
+    def undo(self, mark: tuple[int, int]) -> None:
+        """Delete what was created after ``mark`` (directories only if empty)."""
+        files, dirs = mark
+        for path in reversed(self.files[files:]):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        for directory in reversed(self.dirs[dirs:]):
             with contextlib.suppress(OSError):
-                path.parent.rmdir()
-    for directory in reversed(dirs):
-        with contextlib.suppress(OSError):
-            os.rmdir(directory)
+                os.rmdir(directory)
+        del self.files[files:]
+        del self.dirs[dirs:]
 
 
 def _export_each(
@@ -141,7 +152,7 @@ def _export_each(
     folder: Path,
     session_ids: Sequence[str] | None,
     report: ExportReport,
-    written_paths: list[Path],
+    created: _Created,
 ) -> None:
     if session_ids is None:
         session_ids = sorted(s.id for s in store.sessions.list())
@@ -155,18 +166,22 @@ def _export_each(
             continue
         records = list(store.events.read_after(session_id))
         audit = store.audit.list(session_id)
+        mark = created.mark()
         try:
             if fmt == FORMAT_RUNLOG:
-                written = _write_runlog(folder, session, [r.event for r in records if r.event])
+                events = [r.event for r in records if r.event]
+                written = _write_runlog(folder, session, events, created)
             else:
                 log = [(r.event, r.gap_reason) for r in records]
                 generation = _generation(records[0].cursor) if records else ""
                 lines = [dumps_line(audit_to_mecatl(a)) for a in audit]
-                written = _write_mecatl(folder, session, modified_at, log, generation, lines)
+                written = _write_mecatl(
+                    folder, session, modified_at, log, generation, lines, created
+                )
         except (OSError, ValueError, TypeError) as exc:  # TypeError: a malformed stored event
+            created.undo(mark)  # no half-written session is left for a later import
             report.failed.append((session_id, str(exc)))
             continue
-        written_paths += written
         for path in written:
             _set_mtime(path, modified_at)
             report.bytes += path.stat().st_size
@@ -181,8 +196,9 @@ def _generation(cursor: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _write_file(path: Path, data: bytes) -> Path:
+def _write_file(path: Path, data: bytes, created: _Created) -> Path:
     fd = open_exclusive(path)
+    created.files.append(path)
     try:
         view = memoryview(data)
         while view:
@@ -209,18 +225,24 @@ def _check_file_name(session_id: str) -> None:
         raise ValueError(f"session id {session_id!r} cannot be a run-log file name")
 
 
-def _write_runlog(folder: Path, session: Session, events: list[Event]) -> list[Path]:
+def _write_runlog(
+    folder: Path, session: Session, events: list[Event], created: _Created
+) -> list[Path]:
     _check_file_name(session.id)
     exported = runlog_from_session(session, events)
     body = b"".join(
         dumps_line(Record(kind, at, payload).to_json()) for kind, at, payload in exported.records
     )
-    written = [_write_file(folder / f"{session.id}{RUNLOG_SUFFIX}", body)]
+    written = [_write_file(folder / f"{session.id}{RUNLOG_SUFFIX}", body, created)]
     if exported.blobs:
         blobs = folder / f"{session.id}{BLOBS_SUFFIX}"
-        blobs.mkdir(mode=EXPORT_DIR_MODE, exist_ok=True)
+        try:
+            blobs.mkdir(mode=EXPORT_DIR_MODE)
+            created.dirs.append(os.fspath(blobs))
+        except FileExistsError:
+            pass  # its files are created exclusively: nothing in it is overwritten
         for name, data in sorted(exported.blobs.items()):
-            written.append(_write_file(blobs / name, data))
+            written.append(_write_file(blobs / name, data, created))
     return written
 
 
@@ -231,6 +253,7 @@ def _write_mecatl(
     log: list[tuple[Event | None, str]],
     generation: str,
     audit_lines: list[bytes],
+    created: _Created,
 ) -> list[Path]:
     token = family_token(session.id)
     stamp = clock.format_rfc3339(modified_at)
@@ -251,7 +274,7 @@ def _write_mecatl(
         "snapshot": session_to_snapshot(session),
     }
     snap = json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    written = [_write_file(folder / f"{token}{SNAPSHOT_SUFFIX}", snap)]
+    written = [_write_file(folder / f"{token}{SNAPSHOT_SUFFIX}", snap, created)]
     if log:
         lines = [dumps_line({"v": GENERATION_VERSION, "g": generation})]
         for event, reason in log:
@@ -259,7 +282,8 @@ def _write_mecatl(
                 lines.append(dumps_line({"v": GAP_VERSION, "r": reason}))
             else:
                 lines.append(dumps_line({"v": EVENT_VERSION, "ev": event_to_mecatl(event)}))
-        written.append(_write_file(folder / f"{token}{EVENTS_SUFFIX}", b"".join(lines)))
+        written.append(_write_file(folder / f"{token}{EVENTS_SUFFIX}", b"".join(lines), created))
     if audit_lines:
-        written.append(_write_file(folder / f"{token}{TOOLS_SUFFIX}", b"".join(audit_lines)))
+        path = folder / f"{token}{TOOLS_SUFFIX}"
+        written.append(_write_file(path, b"".join(audit_lines), created))
     return written
