@@ -300,3 +300,29 @@ def test_backup_of_a_damaged_file_keeps_no_copy(tmp_path: Path) -> None:
     assert result.stderr.startswith("Error: ") and "failed its check" in result.stderr
     assert "Hint: " in result.stderr and "check" in result.stderr
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("copy.db")]
+
+
+def test_backup_refuses_a_leftover_wal_beside_destination(db: Path, tmp_path: Path) -> None:
+    """A stale DEST-wal (or -shm) is refused: SQLite would replay it into the new copy."""
+    dest = tmp_path / "copy.db"
+    stale = tmp_path / "copy.db-wal"
+    stale.write_bytes(b"stale")
+    result = run("--db", str(db), "backup", str(dest))
+    assert result.exit_code == 1
+    assert "leftover" in result.stderr and "Hint: " in result.stderr
+    assert not dest.exists() and stale.read_bytes() == b"stale"
+
+
+def test_backup_never_deletes_a_file_it_did_not_create(db: Path, tmp_path: Path) -> None:
+    """The exclusive create refuses a DEST that appeared after the existence check."""
+    from sqlstore import SQLiteStore as Store
+    from sqlstore.sqlite.connection import prepare_path
+    from sqlstore.sqlite.maintenance import BackupTargetExists
+
+    dest = tmp_path / "late.db"
+    dest.write_bytes(b"theirs")
+    with pytest.raises(FileExistsError):
+        prepare_path(str(dest), create=True, exclusive=True)
+    with Store(db) as store, pytest.raises(BackupTargetExists):
+        maintenance.backup(store, dest)
+    assert dest.read_bytes() == b"theirs"

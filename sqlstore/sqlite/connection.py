@@ -59,12 +59,15 @@ def schema_sql() -> str:
     return (Path(__file__).resolve().parents[2] / "schema.sql").read_text(encoding="utf-8")
 
 
-def prepare_path(path: str | os.PathLike[str], *, create: bool) -> str:
+def prepare_path(path: str | os.PathLike[str], *, create: bool, exclusive: bool = False) -> str:
     """Check the database path and create the file (0600) and its directory (0700) if asked.
+
+    With ``exclusive`` the file must be created by this call.
 
     Raises:
         UnsafePath: the final component is a symlink, or the path is a directory.
         StoreMissing: the file does not exist and ``create`` is False.
+        FileExistsError: ``exclusive`` and the file exists (or was created meanwhile).
     """
     text = os.fspath(path)
     if not text or text == ":memory:":
@@ -74,6 +77,8 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool) -> str:
     if os.path.isdir(text):
         raise UnsafePath(f"{text} is a directory, not a database file")
     if os.path.exists(text):
+        if exclusive:
+            raise FileExistsError(text)
         return text
     if not create:
         raise StoreMissing(f"no database at {text}")
@@ -81,6 +86,8 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool) -> str:
     try:
         fd = os.open(text, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     except FileExistsError:
+        if exclusive:
+            raise
         return text  # another process created it first; the schema step sorts it out
     except PermissionError as exc:
         raise StoreReadOnly(f"cannot create {text}: {exc.strerror}") from exc

@@ -286,7 +286,15 @@ def backup(store: SQLiteStore, dest: str | os.PathLike[str]) -> BackupReport:
             prepare_path(target, create=False)  # raises UnsafePath with a clear message
         raise BackupTargetExists(f"backup destination {target} already exists")
     started = time.monotonic()
-    target = prepare_path(target, create=True)
+    leftovers = {s for s in ("-wal", "-shm") if os.path.lexists(target + s)}
+    if leftovers:
+        raise BackupTargetExists(
+            f"backup destination {target} has a leftover {target}{min(leftovers)} beside it"
+        )
+    try:
+        target = prepare_path(target, create=True, exclusive=True)
+    except FileExistsError:
+        raise BackupTargetExists(f"backup destination {target} already exists") from None
     try:
         with translated(target):
             copy = apsw.Connection(target, flags=apsw.SQLITE_OPEN_READWRITE)
