@@ -13,7 +13,9 @@ one. The writer started waiting while the sweep worked, so ``w`` is at most the
 sweep's ``work``. A pause of ``max(2.5 ms, 3 * work)`` is longer than that sleep
 for every ``work`` (2 ms at most until 1.5 ms of work, then 4 ms against a pause
 of 4.5 ms or more), so the writer's next try falls inside the pause and gets the
-lock.
+lock. That holds for a writer that started waiting on the sweep; one that was
+already waiting on another process may sleep up to 4 ms and miss a 2.5 ms
+pause, so "one transaction at most" is the rule for the common case, not a bound.
 """
 
 from __future__ import annotations
@@ -91,6 +93,11 @@ def deletion_store(store: SQLiteStore, pacing: Pacing) -> SQLiteStore | None:
     if pacing.durable_deletes or store.db.durability != "full" or store.db.closed:
         return None
     try:
-        return SQLiteStore(store.path, durability="normal", create=False)
+        return SQLiteStore(
+            store.path,
+            durability="normal",
+            create=False,
+            busy_timeout_ms=store.db.busy_timeout_ms,
+        )
     except StoreError:
         return None  # deleting through the caller's handle still works

@@ -46,8 +46,9 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
   machine, and the pause is longer than the next busy-handler sleep of any
   writer that started waiting during the work (the arithmetic is in
   :mod:`retention.pacing`), so that writer tries again while the lock is free
-  and gets it: a waiting append waits for one transaction (under 1 ms), never
-  for a run of them. The price is prune throughput, bounded by the duty cycle.
+  and gets it: such an append waits for one transaction (under 1 ms), not for
+  a run of them (one already waiting on another process may miss a pause).
+  The price is prune throughput, bounded by the duty cycle.
 * **The sweep checkpoints its own WAL.** Every ``SWEEP_CHECKPOINT_EVERY`` (64)
   deletions it runs a passive checkpoint (which blocks no one,
   :func:`sqlstore.sqlite.maintenance.checkpoint`) and counts it as work, so the
@@ -66,7 +67,9 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
   the WAL before copying it), the WAL checkpoint of :func:`shrink` at the end
   of the sweep, and the history row (``retention_runs``) that
   :func:`~retention.daemon.sweep_round` writes through the caller's durable
-  handle. So the deletions a finished sweep reports are on disk.
+  handle. Before it returns the sweep fsyncs the WAL itself (a checkpoint that
+  cannot copy everything, say while a reader holds an old snapshot, does not
+  sync it), so the deletions a finished sweep reports are on disk.
 
 After a sweep that deleted something, a store with a file (SQLiteStore)
 checkpoints its WAL and runs an incremental vacuum so the file shrinks, in
@@ -76,6 +79,7 @@ report the bytes on disk of the database file plus its WAL (0 for MemoryStore).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -277,13 +281,36 @@ def _sweep_paced(
     heartbeat: Callable[[], None] | None,
     pacing: Pacing,
 ) -> None:
-    """Sweep through :func:`deletion_store`, then close it."""
+    """Sweep through :func:`deletion_store`, make its deletions durable, then close it."""
     deleter = deletion_store(store, pacing)
     try:
         _sweep_batches(store, deleter or store, plan, tally, stop, heartbeat, pacing)
     finally:
         if deleter is not None:
+            if tally.deleted:
+                _sync_wal(store.path, tally)
             deleter.close()
+
+
+def _sync_wal(path: str, tally: _Tally) -> None:
+    """fsync the WAL the unsynced handle wrote, so every reported deletion is on disk.
+
+    fsync applies to the file, whichever descriptor it comes through; a WAL that
+    a checkpoint already reset needs nothing (checkpoints sync what they copy).
+    """
+    try:
+        fd = os.open(path + "-wal", os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        tally.errors.append(f"could not open the WAL to make the deletions durable: {exc}")
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        tally.errors.append(f"could not make the deletions durable (fsync of the WAL): {exc}")
+    finally:
+        os.close(fd)
 
 
 def _sweep_batches(

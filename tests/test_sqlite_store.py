@@ -424,9 +424,9 @@ def test_notifier_wakes_a_parked_follower() -> None:
 
     def follower() -> None:
         parked.set()
-        outcome.append(notifier.wait_for_change(0, 60.0))
+        outcome.append(notifier.wait_for_change(0, 3600.0))  # far past the join below
 
-    thread = threading.Thread(target=follower)
+    thread = threading.Thread(target=follower, daemon=True)
     thread.start()
     parked.wait()
     while notifier.waiters == 0:  # parked inside the condition's wait

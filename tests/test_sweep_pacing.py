@@ -313,3 +313,37 @@ def test_stores_without_a_file_are_not_paced() -> None:
         )
     assert report.deleted == 5
     assert pauses == []
+
+
+def test_a_sweep_through_the_unsynced_handle_fsyncs_the_wal_before_it_returns(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deletions committed without fsync are made durable (the WAL is fsynced) by the sweep."""
+    import importlib
+    import os
+
+    sweep_module = importlib.import_module("retention.sweep")  # the package shadows it
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    stale(store, 3)
+    monkeypatch.setattr(sweep_module.os, "fsync", recording_fsync)
+    report = sweep(store, plan(store, CHILD_AGE, now=T0), pacing=Pacing(checkpoint_every=0))
+    assert report.deleted == 3 and report.errors == ()
+    assert store.path + "-wal" in synced
+
+
+def test_the_unsynced_handle_keeps_the_callers_busy_timeout(path: Path) -> None:
+    """The deletion handle waits for the lock as long as the caller's store would."""
+    with SQLiteStore(path, busy_timeout_ms=1234) as store:
+        deleter = deletion_store(store, Pacing())
+        assert deleter is not None
+        try:
+            assert deleter.db.busy_timeout_ms == 1234
+        finally:
+            deleter.close()
