@@ -26,7 +26,8 @@ from retention.pacing import Pacing, deletion_store
 from retention.sweep import shrink
 from sqlstore import Event, SQLiteStore
 from sqlstore.errors import SessionNotFound
-from sqlstore.sqlite.connection import BUSY_SLEEP_MAX_S, BUSY_SLEEP_MIN_S
+from sqlstore.sqlite import connection
+from sqlstore.sqlite.connection import BUSY_SLEEP_MIN_S, BusyWait
 
 DAY = timedelta(days=1)
 CHILD_AGE = Policy(child=Rule(max_age=7 * DAY))
@@ -100,19 +101,31 @@ def test_pause_after_keeps_the_duty_cycle() -> None:
             Pacing(**bad)  # type: ignore[arg-type]
 
 
-def longest_next_sleep(waited_s: float) -> float:
-    """Return the longest sleep BusyWait can start after a writer has waited ``waited_s``."""
+def longest_next_sleep(waited_s: float, monkeypatch: pytest.MonkeyPatch) -> float:
+    """Return the longest sleep BusyWait itself starts after a writer has waited ``waited_s``.
+
+    The real handler runs with ``random.uniform`` pinned to its upper bound and
+    ``time.sleep`` recorded, so a change to BusyWait's sleeps is seen here.
+    """
     tries = int(waited_s / BUSY_SLEEP_MIN_S)  # every sleep lasts at least BUSY_SLEEP_MIN_S
-    return min(BUSY_SLEEP_MIN_S * 2 ** min(tries, 3), BUSY_SLEEP_MAX_S)
+    slept: list[float] = []
+    monkeypatch.setattr(connection.random, "uniform", lambda low, high: high)
+    monkeypatch.setattr(connection.time, "sleep", slept.append)
+    handler = BusyWait(3_600_000)
+    handler(0)  # the first call starts the handler's clock
+    assert handler(tries)
+    return slept[-1]
 
 
-def test_default_pause_outlasts_the_waiting_writers_next_sleep() -> None:
+def test_default_pause_outlasts_the_waiting_writers_next_sleep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """After any amount of work, the pause is longer than a waiting writer's next sleep."""
     pacing = Pacing()
     for tenth_ms in range(200):
         work_s = tenth_ms / 10_000
         # A writer that found the lock taken started waiting during the work.
-        assert pacing.pause_after(work_s) > longest_next_sleep(work_s)
+        assert pacing.pause_after(work_s) > longest_next_sleep(work_s, monkeypatch)
 
 
 def test_sweep_pauses_between_batches(store: SQLiteStore) -> None:
