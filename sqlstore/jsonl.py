@@ -94,6 +94,11 @@ def parse_jsonl(data: bytes, path: str) -> JsonlLines:
     return out
 
 
+def canonical_json(value: object) -> str:
+    """Return compact, key-sorted JSON text: equal values give equal text (stored keys, hashes)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def dumps_line(value: JSON) -> bytes:
     """Encode one JSONL line: compact UTF-8 JSON followed by ``\\n``."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

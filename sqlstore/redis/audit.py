@@ -11,6 +11,7 @@ from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
 from sqlstore.errors import LeaseHeld
 from sqlstore.inventory import Lease
+from sqlstore.jsonl import canonical_json
 from sqlstore.memory import ttl_ns
 from sqlstore.model import validate_session_id
 from sqlstore.redis import keys
@@ -54,7 +55,7 @@ class RedisAudit:
                     k.write_seq,
                 ],
                 args=[
-                    keys.canonical(rec.to_json()),
+                    canonical_json(rec.to_json()),
                     sid,
                     str(now_ns),
                     keys.page_prefix(now_ns),

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlstore import clock
 from sqlstore.cursor import new_generation
+from sqlstore.jsonl import canonical_json
 from sqlstore.migrate.items import Fingerprint, SessionImport
 from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
 from sqlstore.migrate.target import BatchEntry, ItemRow
@@ -24,7 +25,7 @@ from sqlstore.redis.store import RedisStore
 
 def _row_json(row: ItemRow, now_ns: int) -> str:
     fp = row.fingerprint
-    return keys.canonical(
+    return canonical_json(
         {
             "size": fp.size,
             "mtime_ns": fp.mtime_ns,
@@ -78,7 +79,7 @@ class RedisImports:
                 "started_at_ns": started,
                 "updated_at_ns": now_ns,
             }
-            self._c.client.hset(self._c.keys.jobs, job_id, keys.canonical(doc))
+            self._c.client.hset(self._c.keys.jobs, job_id, canonical_json(doc))
 
     def write_batch(
         self, job_id: str, entries: list[BatchEntry], *, overwrite: bool, now_ns: int
@@ -129,7 +130,7 @@ class RedisImports:
         audit = []
         for rec in payload.audit:
             at = rec.at if rec.at is not None else clock.from_ns(mtime_ns)
-            audit.append(keys.canonical(rec.to_json() | {"at": clock.format_rfc3339(at)}))
+            audit.append(canonical_json(rec.to_json() | {"at": clock.format_rfc3339(at)}))
         k = self._c.keys
         with self._c.guard():
             done = self._c.import_session(
@@ -176,4 +177,4 @@ class RedisImports:
             old = self._c.client.hget(self._c.keys.jobs, job_id)
             doc = {} if old is None else json.loads(old)
             doc.update({"state": state, "updated_at_ns": now_ns})
-            self._c.client.hset(self._c.keys.jobs, job_id, keys.canonical(doc))
+            self._c.client.hset(self._c.keys.jobs, job_id, canonical_json(doc))

@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from sqlstore import clock
 from sqlstore.inventory import SessionMeta
+from sqlstore.jsonl import canonical_json
 from sqlstore.model import Kind, Principal, Relationship, State
 from sqlstore.pager import scope_key
 from sqlstore.session import Session
@@ -154,11 +154,6 @@ def parse_age_member(member: bytes) -> tuple[int, str]:
     return int(text[:MEMBER_TIME_HEX], 16), bytes.fromhex(text[MEMBER_TIME_HEX + 1 :]).decode()
 
 
-def canonical(value: Any) -> str:
-    """Return compact, key-sorted JSON (equal values give equal text)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def owner_scope(session: Session) -> str:
     """Return the owner-index scope of a session, or ``""`` when it has no owner."""
     return "" if session.owner is None else scope_key(session.owner, True)
@@ -166,7 +161,7 @@ def owner_scope(session: Session) -> str:
 
 def meta_json(session: Session, blob: bytes) -> str:
     """Return the ``meta`` field: the inventory columns that change only on save."""
-    return canonical(
+    return canonical_json(
         {
             "state": str(session.state),
             "kind": str(session.kind),
@@ -185,7 +180,7 @@ def compared_json(
     state: str, kind: str, relationship: Relationship, owner: Principal | None
 ) -> str:
     """Return the ``cmp`` field: what ``delete_if_unchanged`` compares besides time and version."""
-    return canonical(
+    return canonical_json(
         [state, kind, relationship.to_json(), None if owner is None else owner.to_json()]
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlstore.redis import keys
+from sqlstore.jsonl import canonical_json
 from sqlstore.redis.store import RedisStore
 
 RETENTION_RUNS_KEPT = 10_000
@@ -50,7 +50,7 @@ def record_run(
     with conn.guard():
         new_id = conn.retention_run(
             keys=[conn.keys.retention_run_seq, conn.keys.retention_runs],
-            args=[keys.canonical(doc), str(RETENTION_RUNS_KEPT)],
+            args=[canonical_json(doc), str(RETENTION_RUNS_KEPT)],
         )
     return int(new_id)
 

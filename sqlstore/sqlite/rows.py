@@ -16,6 +16,7 @@ from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
 from sqlstore.cursor import new_generation
 from sqlstore.inventory import SessionMeta
+from sqlstore.jsonl import canonical_json
 from sqlstore.model import Kind, Principal, Relationship, State
 from sqlstore.pager import scope_key
 from sqlstore.session import Session
@@ -56,10 +57,6 @@ def inventory_generation(conn: apsw.Connection) -> int:
     return int(row[0])
 
 
-def _canonical(value: dict[str, Any]) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_at_ns: int) -> int:
     """Insert or replace a snapshot row; return its new version."""
     version = next_snapshot_version(conn, session.id)
@@ -83,8 +80,8 @@ def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_
             session.id,
             str(session.state),
             str(session.kind),
-            _canonical(session.relationship.to_json()),
-            None if owner is None else _canonical(owner.to_json()),
+            canonical_json(session.relationship.to_json()),
+            None if owner is None else canonical_json(owner.to_json()),
             None if owner is None else scope_key(owner, True),
             clock.to_ns(session.created_at),
             session.title,

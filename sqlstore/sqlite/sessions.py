@@ -14,6 +14,7 @@ from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
 from sqlstore.fold import load_or_fold
 from sqlstore.inventory import Page, SessionMeta, StoredSession
+from sqlstore.jsonl import canonical_json
 from sqlstore.memory import rows_match
 from sqlstore.model import Principal, Relationship, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
@@ -254,7 +255,7 @@ _MATCH_COLUMNS = "modified_at_ns, version, state, kind, relationship, owner"
 @functools.lru_cache(maxsize=1024)
 def _canonical_of(value: Relationship | Principal) -> str:
     """Return the canonical JSON the store writes for ``value`` (cached: many rows share one)."""
-    return rows._canonical(value.to_json())
+    return canonical_json(value.to_json())
 
 
 def _row_matches(row: tuple[Any, ...], expected: SessionMeta) -> bool:
