@@ -71,3 +71,12 @@ def integrity(path: str | os.PathLike[str]) -> list[str]:
         return [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
     finally:
         conn.close()
+
+
+def chattr(flag: str, target: Path) -> bool:
+    """Run ``chattr FLAG TARGET`` (e.g. ``+i``); False when chattr is missing or refuses."""
+    try:
+        done = subprocess.run(["chattr", flag, str(target)], capture_output=True, check=False)
+    except FileNotFoundError:
+        return False
+    return done.returncode == 0

@@ -39,7 +39,7 @@ from sqlstore.errors import (
 )
 from sqlstore.sqlite.connection import PAGE_SIZE as PAGE
 
-from .helpers import CHILD, child_env, file_digests
+from .helpers import CHILD, chattr, child_env, file_digests
 
 
 def _build(path: Path, sessions: int = 40) -> None:
@@ -302,22 +302,14 @@ def test_missing_file_without_create_is_store_missing(tmp_path: Path) -> None:
 # -- read-only files and directories ---------------------------------------------------------
 
 
-def _chattr(flag: str, target: Path) -> bool:
-    try:
-        done = subprocess.run(["chattr", flag, str(target)], capture_output=True, check=False)
-    except FileNotFoundError:
-        return False
-    return done.returncode == 0
-
-
 def _mechanism() -> str:
     if os.geteuid() != 0:
         return "chmod"
     probe = Path(tempfile.mkdtemp()) / "probe"
     probe.write_text("x")
     try:
-        if _chattr("+i", probe):
-            _chattr("-i", probe)
+        if chattr("+i", probe):
+            chattr("-i", probe)
             return "chattr"
         return "none"
     finally:
@@ -346,7 +338,7 @@ def _protect(target: Path) -> None:
     if MECHANISM == "none":
         pytest.fail("running as root on a file system without chattr +i: cannot make read-only")
     if MECHANISM == "chattr":
-        assert _chattr("+i", target)
+        assert chattr("+i", target)
     else:
         target.chmod(0o500 if target.is_dir() else 0o400)
 
@@ -354,7 +346,7 @@ def _protect(target: Path) -> None:
 def _unprotect(*targets: Path) -> None:
     for target in targets:
         if MECHANISM == "chattr":
-            _chattr("-i", target)
+            chattr("-i", target)
         elif target.exists():
             target.chmod(0o700 if target.is_dir() else 0o600)
 

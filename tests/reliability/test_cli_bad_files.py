@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from click.testing import CliRunner, Result
 from cli.main import cli
 from sqlstore import Event, Session, SQLiteStore, ToolCallRecord
 
-from .helpers import file_digests
+from .helpers import chattr, file_digests
 
 COMMANDS = [
     ["ls"],
@@ -168,21 +167,13 @@ def test_cli_reports_bad_files_without_traceback_or_change(tmp_path: Path, kind:
         assert list(out.iterdir()) == [], f"{where} left {list(out.iterdir())} behind"
 
 
-def _chattr(flag: str, target: Path) -> bool:
-    try:
-        done = subprocess.run(["chattr", flag, str(target)], capture_output=True, check=False)
-    except FileNotFoundError:
-        return False
-    return done.returncode == 0
-
-
 def test_cli_on_a_read_only_file_reads_and_refuses_writes_cleanly(tmp_path: Path) -> None:
     """On a read-only file, reading commands work and writing ones exit 1 with a hint."""
     db = tmp_path / "ro.db"
     _store(db)
     before = file_digests(db)
     if os.geteuid() == 0:
-        if not _chattr("+i", db):
+        if not chattr("+i", db):
             pytest.fail("running as root without chattr +i support: cannot make the file read-only")
     else:
         db.chmod(0o400)
@@ -199,7 +190,7 @@ def test_cli_on_a_read_only_file_reads_and_refuses_writes_cleanly(tmp_path: Path
             assert result.exit_code == 1, f"{where} exited {result.exit_code}: {result.output}"
             assert result.stderr.startswith("Error: ") and "Hint: " in result.stderr, where
     finally:
-        _chattr("-i", db)
+        chattr("-i", db)
         db.chmod(0o600)
     assert file_digests(db)[""] == before[""]
     with SQLiteStore(db) as store:
