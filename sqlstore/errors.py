@@ -138,6 +138,21 @@ class StoreClosed(StoreError):
     """The store was used after `close()`."""
 
 
+class StoreForked(StoreClosed):
+    """A store opened before ``fork()`` was used in the child process.
+
+    SQLite connections must not cross a fork: the child does not hold the
+    parent's locks, and using the inherited connections can corrupt the file
+    (https://sqlite.org/howtocorrupt.html#fork). The child sees the store as
+    closed; it opens its own.
+    """
+
+    default_hint = (
+        "Open a new store in the child process (for example at the start of the "
+        "multiprocessing worker), or start workers with the 'spawn' method."
+    )
+
+
 class StoreMissing(StoreError):
     """The database file does not exist and the operation does not create one."""
 

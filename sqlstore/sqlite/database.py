@@ -17,6 +17,13 @@ SQLite's busy handler waits for another process's lock, whereas apsw's
 give it back before anything is yielded to the caller (a read transaction held
 across a ``yield`` would pin the WAL).
 
+**Fork.** SQLite connections must not be used across ``fork()``
+(https://sqlite.org/howtocorrupt.html#fork): a store opened before a fork
+raises :class:`~sqlstore.errors.StoreForked` (a ``StoreClosed``) on every use in
+the child, and its ``close()`` there only marks it closed: the inherited
+connections are parked in a module list, never used or closed by the child
+(not even by garbage collection), since their SQLite state belongs to the parent.
+
 **Wake-ups.** After each commit the writer bumps a process-wide notifier for the
 file, so followers in this process wake at once; followers also poll
 ``PRAGMA data_version`` on their own connection to see commits of other
@@ -35,7 +42,7 @@ from typing import Any, Generic, TypeVar
 
 import apsw
 
-from sqlstore.errors import StoreClosed, StoreReadOnly
+from sqlstore.errors import StoreClosed, StoreForked, StoreReadOnly
 from sqlstore.sqlite.connection import Durability, ensure_schema, open_connection, prepare_path
 from sqlstore.sqlite.translate import translate, translated
 
@@ -120,6 +127,22 @@ class Notifier:
             return self.count != seen
 
 
+_forks = 0
+"""Forks this process descends from (counted in each child); a Database remembers
+the count it was opened under, so one compare per call detects use after fork."""
+
+
+def _count_fork() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_count_fork)
+
+_INHERITED: list[apsw.Connection] = []
+"""Connections a forked child inherited from stores it closed; kept alive, never used."""
+
+
 _NOTIFIERS: dict[tuple[int, int], Notifier] = {}
 _NOTIFIERS_LOCK = threading.Lock()
 
@@ -148,6 +171,8 @@ class Database:
         readonly: bool = False,
     ) -> None:
         self.path = prepare_path(path, create=create and not readonly)
+        self._opened_at_fork = _forks
+        self._opened_by = os.getpid()
         self.readonly = readonly
         self.durability = durability
         self.busy_timeout_ms = busy_timeout_ms
@@ -177,8 +202,7 @@ class Database:
             StoreError: the commit failed (disk full, I/O error, ...); nothing was written.
             Exception: whatever ``fn`` raised; its work was rolled back.
         """
-        if self._closed:
-            raise StoreClosed(f"{self.path}: the store is closed")
+        self.check_open()
         if self.readonly:
             raise StoreReadOnly(
                 f"{self.path} was opened read-only",
@@ -212,6 +236,16 @@ class Database:
                 op.wake.wait(LEADER_RECHECK_S)
                 op.wake.clear()
         return op.outcome()
+
+    def check_open(self) -> None:
+        """Raise ``StoreClosed`` after :meth:`close`, ``StoreForked`` in a forked child."""
+        if self._opened_at_fork != _forks:
+            raise StoreForked(
+                f"{self.path}: this store was opened by process {self._opened_by} and "
+                f"cannot be used in process {os.getpid()}, forked from it"
+            )
+        if self._closed:
+            raise StoreClosed(f"{self.path}: the store is closed")
 
     def _commit_next_batch(self) -> None:
         """Commit the oldest queued ops (up to ``MAX_BATCH_OPS``) in one transaction."""
@@ -324,8 +358,7 @@ class Database:
                 conn.execute("COMMIT")
 
     def _take_reader(self) -> apsw.Connection:
-        if self._closed:
-            raise StoreClosed(f"{self.path}: the store is closed")
+        self.check_open()
         with self._readers_lock:
             if self._readers:
                 return self._readers.pop()
@@ -337,6 +370,9 @@ class Database:
         )
 
     def _give_reader(self, conn: apsw.Connection) -> None:
+        if self._opened_at_fork != _forks:
+            _INHERITED.append(conn)
+            return
         if not conn.getautocommit():
             try:
                 conn.execute("ROLLBACK")
@@ -356,8 +392,18 @@ class Database:
     # -- lifecycle ---------------------------------------------------------------
 
     def close(self) -> None:
-        """Close every connection; idempotent. Followers in this process are woken."""
+        """Close every connection; idempotent. Followers in this process are woken.
+
+        In a forked child the store is only marked closed: the connections it
+        inherited belong to the parent's SQLite state and are parked, untouched.
+        """
         if self._closed:
+            return
+        if self._opened_at_fork != _forks:
+            # No lock taken: one held by a parent thread at the fork is never released here.
+            self._closed = True
+            _INHERITED.extend([self._writer, *self._readers])
+            self._readers = []
             return
         with self._leader:
             self._closed = True
@@ -384,6 +430,7 @@ class Follower:
 
     def change_token(self) -> tuple[int, int]:
         """Return (in-process commit count, this connection's data_version)."""
+        self.db.check_open()
         with translated(self.db.path):
             row = self.conn.execute("PRAGMA data_version").fetchone()
         assert row is not None
