@@ -15,8 +15,10 @@ base64 part data). Escaping them character by character was most of the cost of
 * the JSON text of a long string is kept in a bounded LRU cache keyed by the
   string's value. Strings are immutable, so an entry can never go stale; saving a
   session again after a turn re-escapes only what is new. The cache holds at most
-  ``STRING_CACHE_BYTES`` (the encoded text plus the key string it keeps alive);
-  a forked child starts with an empty cache.
+  ``STRING_CACHE_BYTES`` of memory: each entry is charged the full size of the
+  key string it keeps alive, of its bytes object, and of its slot in the LRU map
+  (checked with ``tracemalloc`` in the tests); a forked child starts with an
+  empty cache.
 
 Everything else (numbers, small objects, ``extra`` values) goes through the same
 ``json`` encoder as before, so the format and its error cases do not change.
@@ -38,7 +40,11 @@ from sqlstore.model import JSON, ROLES, Message
 from sqlstore.session import Session
 
 STRING_CACHE_BYTES = 32 * 1024 * 1024
-"""Budget of the long-string cache: encoded bytes plus the size of the key strings."""
+"""Memory budget of the long-string cache (key strings, encodings and map slots)."""
+
+_ENTRY_OVERHEAD = 100
+"""Bytes an ``OrderedDict`` entry costs beyond its key and value (hash slot, link
+node; measured ~66 on CPython 3.11, rounded up for the table's spare room)."""
 
 STRING_CACHE_MIN_CHARS = 256
 """Strings shorter than this are escaped by ``json`` each time and never cached."""
@@ -55,6 +61,11 @@ _ESCAPED_BYTES = "".join(_ESCAPED_CHARS).encode("ascii")
 
 _MESSAGE_KEYS = frozenset(Message.__dataclass_fields__) - {"extra"}
 _ROLE_HEADS = {role: b'{"role":"' + role.encode() + b'","text":' for role in ROLES}
+
+
+def _cost(text: str, encoded: bytes) -> int:
+    """Memory one cache entry holds: its key string, its bytes object and its slot."""
+    return sys.getsizeof(text) + sys.getsizeof(encoded) + _ENTRY_OVERHEAD
 
 
 class _StringCache:
@@ -76,7 +87,7 @@ class _StringCache:
 
     def put(self, text: str, encoded: bytes) -> None:
         """Cache ``encoded`` for ``text``, evicting the least recently used over budget."""
-        cost = len(encoded) + sys.getsizeof(text)
+        cost = _cost(text, encoded)
         if cost > self._budget // 4:
             return  # one huge string would flush everything else
         with self._lock:
@@ -86,7 +97,7 @@ class _StringCache:
             self._used += cost
             while self._used > self._budget:
                 old_text, old = self._entries.popitem(last=False)
-                self._used -= len(old) + sys.getsizeof(old_text)
+                self._used -= _cost(old_text, old)
 
     def clear(self) -> None:
         """Drop every entry."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import threading
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -285,6 +286,29 @@ def test_cache_stays_within_its_budget_and_keeps_recent_entries() -> None:
         assert cache.stats()[1] <= 40_000
     assert cache.get(texts[1]) is None
     assert cache.get(texts[-1]) == texts[-1].encode()
+
+
+def test_cache_memory_really_stays_within_its_budget() -> None:
+    """Measured with tracemalloc, a full cache holds no more memory than its budget.
+
+    The keys are kept alive only by the cache, as the texts of a saved and then
+    dropped session would be, so their memory counts against the budget too.
+    """
+    budget = 2 * 1024 * 1024
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        cache = _StringCache(budget)
+        for i in range(20_000):
+            text = f"{i:06d}" + "m" * (STRING_CACHE_MIN_CHARS + i % 700)
+            cache.put(text, json.dumps(text, ensure_ascii=False).encode())
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    entries, accounted = cache.stats()
+    assert entries > 1_000  # the cache was filled and evicted many times over
+    assert accounted <= budget
+    assert held <= budget * 1.05, f"{held} bytes held for a {budget}-byte budget"
 
 
 def test_a_string_larger_than_a_quarter_of_the_budget_is_not_cached() -> None:
