@@ -6,8 +6,11 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -434,3 +437,73 @@ def test_notifier_wakes_a_parked_follower() -> None:
     notifier.bump()
     thread.join(60)
     assert outcome == [True] and not thread.is_alive()
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in 30 s"
+        time.sleep(0.001)
+
+
+def test_leader_gathers_the_writers_of_the_last_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a batch of 4, the next leader waits for 4 queued writes and commits them at once.
+
+    The wait bound is raised so the test does not depend on thread timing: the
+    leader can only move on because the fourth write arrived.
+    """
+    from sqlstore.sqlite import database
+
+    monkeypatch.setattr(database, "GATHER_MAX_S", 30.0)
+    with SQLiteStore(tmp_path / "a.db") as store:
+        db = store.db
+        db._last_batch, db._last_batch_end = 4, time.monotonic()
+        batches: list[int] = []
+        real_commit = db._commit
+
+        def counting_commit(batch: Any) -> None:
+            batches.append(len(batch))
+            real_commit(batch)
+
+        monkeypatch.setattr(db, "_commit", counting_commit)
+
+        def append(n: int) -> None:
+            store.events.append_event(f"log-{n}", Event("e", seq=n))
+
+        db._leader.acquire()  # hold leadership so the writers queue up
+        writers = [threading.Thread(target=append, args=(n,)) for n in range(4)]
+        for thread in writers[:3]:
+            thread.start()
+        _wait_until(lambda: len(db._pending) == 3)
+        leader = threading.Thread(target=db._commit_next_batch)
+        leader.start()
+        _wait_until(lambda: db._gather_target == 4)
+        assert batches == []  # still gathering: three of four are queued
+        writers[3].start()
+        leader.join(timeout=30)
+        assert not leader.is_alive()
+        db._leader.release()
+        db._hand_off()
+        for thread in writers:
+            thread.join(timeout=30)
+        assert batches == [4]
+        assert all([e.seq for e in store.events.read(f"log-{n}")] == [n] for n in range(4))
+
+
+def test_no_gathering_for_a_lone_writer_or_after_a_pause(tmp_path: Path) -> None:
+    """A single writer keeps the fast path; a batch long past does not make anyone wait."""
+    from sqlstore.sqlite import database
+
+    with SQLiteStore(tmp_path / "a.db") as store:
+        db = store.db
+        assert not db._batching()
+        db._last_batch, db._last_batch_end = 8, time.monotonic() - 10 * database.GATHER_MAX_S
+        assert not db._batching()
+        db._last_batch_end = time.monotonic()
+        db._last_batch = 1
+        assert not db._batching()
+        db._last_batch = 0
+        store.events.append_event("solo", Event("e"))
+        assert db._last_batch == 0  # committed on the fast path, not as a batch
