@@ -139,17 +139,18 @@ class StoreClosed(StoreError):
 
 
 class StoreForked(StoreClosed):
-    """A store opened before ``fork()`` was used in the child process.
+    """A store, or a file, was carried across ``fork()`` into the child process.
 
-    SQLite connections must not cross a fork: the child does not hold the
-    parent's locks, and using the inherited connections can corrupt the file
-    (https://sqlite.org/howtocorrupt.html#fork). The child sees the store as
-    closed; it opens its own.
+    SQLite connections must not cross a fork (https://sqlite.org/howtocorrupt.html#fork):
+    in the child, a store opened before the fork is closed for every use, and a
+    file that was open at the fork cannot be opened again, because SQLite's
+    per-process lock records for it were copied from the parent.
     """
 
     default_hint = (
-        "Open a new store in the child process (for example at the start of the "
-        "multiprocessing worker), or start workers with the 'spawn' method."
+        "Open stores only in the process that uses them: start workers with "
+        "multiprocessing's 'spawn' or 'forkserver' method and open the store in each "
+        "worker, or fork before the store is opened."
     )
 
 

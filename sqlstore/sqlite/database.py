@@ -28,11 +28,16 @@ give it back before anything is yielded to the caller (a read transaction held
 across a ``yield`` would pin the WAL).
 
 **Fork.** SQLite connections must not be used across ``fork()``
-(https://sqlite.org/howtocorrupt.html#fork): a store opened before a fork
-raises :class:`~sqlstore.errors.StoreForked` (a ``StoreClosed``) on every use in
-the child, and its ``close()`` there only marks it closed: the inherited
-connections are parked in a module list, never used or closed by the child
-(not even by garbage collection), since their SQLite state belongs to the parent.
+(https://sqlite.org/howtocorrupt.html#fork). In a forked child, a store opened
+before the fork raises :class:`~sqlstore.errors.StoreForked` (a ``StoreClosed``)
+on every use, and every connection alive at the fork is parked in a module
+list, so the child never uses or closes one (not even through garbage
+collection): their SQLite state belongs to the parent. The child cannot open a
+new store on a file that was open at the fork either: SQLite keeps its lock
+bookkeeping per process and per file, the child inherits the parent's copy, and
+a new connection would share it and believe it holds locks it does not (the
+parent could then checkpoint and delete the WAL under it, losing the child's
+acknowledged writes). Files that were not open at the fork are fine.
 
 **Wake-ups.** After each commit the writer bumps a process-wide notifier for the
 file, so followers in this process wake at once; followers also poll
@@ -46,6 +51,7 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
@@ -144,26 +150,57 @@ _forks = 0
 """Forks this process descends from (counted in each child); a Database remembers
 the count it was opened under, so one compare per call detects use after fork."""
 
-
-def _count_fork() -> None:
-    global _forks
-    _forks += 1
-
-
-os.register_at_fork(after_in_child=_count_fork)
+_LIVE: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, int]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Every open connection of a Database of this process, with its file's (dev, inode)."""
 
 _INHERITED: list[apsw.Connection] = []
-"""Connections a forked child inherited from stores it closed; kept alive, never used."""
+"""Connections alive at a fork, held by the child so they are never closed there."""
 
+_INHERITED_FILES: frozenset[tuple[int, int]] = frozenset()
+"""Files (dev, inode) that had open connections when this process was forked."""
 
 _NOTIFIERS: dict[tuple[int, int], Notifier] = {}
 _NOTIFIERS_LOCK = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    global _forks, _INHERITED_FILES, _NOTIFIERS, _NOTIFIERS_LOCK
+    _forks += 1
+    inherited = list(_LIVE.items())
+    _LIVE.clear()
+    _INHERITED.extend(conn for conn, _ in inherited)
+    _INHERITED_FILES = _INHERITED_FILES | {key for _, key in inherited}
+    # A parent thread may have held the lock at the fork; the parent's notifiers
+    # are of no use here (their stores are refused).
+    _NOTIFIERS = {}
+    _NOTIFIERS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _file_key(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino)
+
+
+def _open(path: str, **options: Any) -> apsw.Connection:
+    """Open a connection and register it as live (see ``_after_fork_in_child``)."""
+    conn = open_connection(path, **options)
+    _LIVE[conn] = _file_key(path)
+    return conn
+
+
+def _close(conn: apsw.Connection) -> None:
+    _LIVE.pop(conn, None)
+    conn.close()
+
+
 def notifier_for(path: str) -> Notifier:
     """Return the notifier shared by every store in this process that opened ``path``."""
-    st = os.stat(path)
-    key = (st.st_dev, st.st_ino)
+    key = _file_key(path)
     with _NOTIFIERS_LOCK:
         found = _NOTIFIERS.get(key)
         if found is None:
@@ -186,16 +223,21 @@ class Database:
         self.path = prepare_path(path, create=create and not readonly)
         self._opened_at_fork = _forks
         self._opened_by = os.getpid()
+        if _INHERITED_FILES and _file_key(self.path) in _INHERITED_FILES:
+            raise StoreForked(
+                f"{self.path} was open in process {os.getppid()} when it forked this "
+                f"process ({os.getpid()}); SQLite's locks for that file are not usable here"
+            )
         self.readonly = readonly
         self.durability = durability
         self.busy_timeout_ms = busy_timeout_ms
-        self._writer = open_connection(
+        self._writer = _open(
             self.path, durability=durability, busy_timeout_ms=busy_timeout_ms, readonly=readonly
         )
         try:
             ensure_schema(self._writer, self.path, readonly=readonly)
         except BaseException:
-            self._writer.close()
+            _close(self._writer)
             raise
         self.notifier = notifier_for(self.path)
         self._leader = threading.Lock()
@@ -410,7 +452,7 @@ class Database:
         with self._readers_lock:
             if self._readers:
                 return self._readers.pop()
-        return open_connection(
+        return _open(
             self.path,
             durability=self.durability,
             busy_timeout_ms=self.busy_timeout_ms,
@@ -419,19 +461,18 @@ class Database:
 
     def _give_reader(self, conn: apsw.Connection) -> None:
         if self._opened_at_fork != _forks:
-            _INHERITED.append(conn)
-            return
+            return  # inherited: parked at the fork, never touched here
         if not conn.getautocommit():
             try:
                 conn.execute("ROLLBACK")
             except apsw.Error:
-                conn.close()
+                _close(conn)
                 return
         with self._readers_lock:
             if not self._closed and len(self._readers) < MAX_IDLE_READERS:
                 self._readers.append(conn)
                 return
-        conn.close()
+        _close(conn)
 
     def follower(self) -> Follower:
         """Return a dedicated connection wrapper for one following read."""
@@ -442,24 +483,22 @@ class Database:
     def close(self) -> None:
         """Close every connection; idempotent. Followers in this process are woken.
 
-        In a forked child the store is only marked closed: the connections it
-        inherited belong to the parent's SQLite state and are parked, untouched.
+        In a forked child the store is only marked closed: its connections were
+        parked at the fork (they belong to the parent's SQLite state).
         """
         if self._closed:
             return
         if self._opened_at_fork != _forks:
             # No lock taken: one held by a parent thread at the fork is never released here.
             self._closed = True
-            _INHERITED.extend([self._writer, *self._readers])
-            self._readers = []
             return
         with self._leader:
             self._closed = True
             with self._readers_lock:
                 readers, self._readers = self._readers, []
             for conn in readers:
-                conn.close()
-            self._writer.close()
+                _close(conn)
+            _close(self._writer)
         self.notifier.bump()
 
     @property

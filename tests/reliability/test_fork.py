@@ -1,17 +1,23 @@
 """A store carried across ``fork()`` (SQLite connections must not be used in the child).
 
 Real forks: the child reports what happened over a pipe and leaves with
-``os._exit`` (no pytest teardown in the child). The child must get
+``os._exit`` (no pytest teardown in the child; an alarm kills a child that
+hangs, so a regression fails instead of stalling the suite). The child must get
 ``StoreForked`` — a ``StoreClosed`` naming both processes, with a hint — for
-every use of the inherited store, must be able to open its own store on the same
-file, and the parent's store must keep working with the file intact.
+every use of the inherited store and for opening a file that was open at the
+fork (SQLite's per-process lock records for it were copied), may open other
+files, never closes an inherited connection, and the parent's store must keep
+working with the file intact.
 """
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import json
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +28,7 @@ import pytest
 
 from sqlstore import Event, Session, SQLiteStore
 from sqlstore.errors import StoreClosed, StoreForked
+from sqlstore.sqlite import database
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -31,6 +38,7 @@ def _in_child(body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child only
+        signal.alarm(20)
         os.close(read_end)
         try:
             report = body()
@@ -91,7 +99,7 @@ def test_inherited_store_refuses_every_use_in_the_child(tmp_path: Path) -> None:
     for call in ("append", "save", "load", "read", "follow", "audit"):
         assert report[call]["type"] == "StoreForked", (call, report[call])
         assert f"opened by process {parent}" in report[call]["message"]
-        assert "Open a new store in the child" in report[call]["hint"]
+        assert "'spawn' or 'forkserver'" in report[call]["hint"]
     assert report["close"] == {"type": "none"}
     assert report["after_close"]["type"] == "StoreForked"
     # The parent's store is untouched by all that and keeps working.
@@ -102,26 +110,75 @@ def test_inherited_store_refuses_every_use_in_the_child(tmp_path: Path) -> None:
     assert _integrity(path) == "ok"
 
 
-def test_child_opens_its_own_store_on_the_same_file(tmp_path: Path) -> None:
-    """The hint's advice works: a store opened in the child writes next to the parent's."""
+def _digest(path: Path) -> str:
+    parts = [path, path.with_name(path.name + "-wal")]
+    return hashlib.sha256(b"".join(p.read_bytes() for p in parts if p.exists())).hexdigest()
+
+
+def test_child_cannot_reopen_a_file_open_at_the_fork_but_may_open_others(
+    tmp_path: Path,
+) -> None:
+    """Reopening the parent's file in the child is refused; a different file works.
+
+    A connection the child opened on the same file would share the lock records
+    SQLite copied from the parent and hold no real lock: the parent closing its
+    store would then checkpoint and delete the WAL under the child's writes.
+    """
     path = tmp_path / "f.db"
     store = SQLiteStore(path)
     store.sessions.save(Session.new("a"))
+    before = _digest(path)
 
     def child() -> dict[str, Any]:
-        store.close()  # parks the inherited connections
-        with SQLiteStore(path) as own:
-            cursor = own.events.append_event("a", Event("message", 1, 1, "from child"))
-            own.sessions.save(Session.new("child"))
-            return {"cursor": cursor, "ids": sorted(s.id for s in own.sessions.list())}
+        store.close()  # closing the inherited store does not make the file usable
+        same = _failure(lambda: SQLiteStore(path))
+        with SQLiteStore(tmp_path / "child.db") as own:
+            own.events.append_event("c", Event("message", 1, 1, "from child"))
+            texts = [e.text for e in own.events.read("c")]
+        return {"same": same, "other": texts}
 
     report = _in_child(child)
-    assert report["ids"] == ["a", "child"]
-    assert [e.text for e in store.events.read("a")] == ["from child"]
-    store.events.append_event("a", Event("message", 2, 1, "from parent"))
-    assert [r.cursor for r in store.events.read_after("a", limit=1)] == [report["cursor"]]
+    assert report["same"]["type"] == "StoreForked"
+    assert str(path) in report["same"]["message"]
+    assert f"process {os.getpid()}" in report["same"]["message"]
+    assert report["other"] == ["from child"]
+    assert _digest(path) == before
     store.close()
+    with SQLiteStore(tmp_path / "child.db") as again:
+        assert [e.text for e in again.events.read("c")] == ["from child"]
     assert _integrity(path) == "ok"
+
+
+def test_every_connection_alive_at_the_fork_is_parked_in_the_child(tmp_path: Path) -> None:
+    """Writer, pooled readers and a follower's connection are held by the child, never closed.
+
+    The child drops the store and the follow iterator without closing them, so
+    garbage collection would close their connections (apsw closes a connection
+    it deallocates) unless they were parked at the fork.
+    """
+    held: dict[str, Any] = {"store": SQLiteStore(tmp_path / "f.db")}
+    held["store"].events.append_event("a", Event("message", 1))
+    held["follow"] = held["store"].events.read_after("a", follow=True)
+    assert next(held["follow"]).event is not None  # holds a follower connection
+    list(held["store"].events.read("a"))  # opens a reader and leaves it pooled
+    alive = sorted(id(conn) for conn in database._LIVE)
+    assert len(alive) >= 3
+
+    def child() -> dict[str, Any]:
+        held.clear()
+        gc.collect()
+        return {
+            "parked": sorted(id(conn) for conn in database._INHERITED),
+            "live": len(database._LIVE),
+        }
+
+    report = _in_child(child)
+    assert set(alive) <= set(report["parked"])
+    assert report["live"] == 0
+    held["follow"].close()
+    held["store"].events.append_event("a", Event("message", 2))
+    assert [e.seq for e in held["store"].events.read("a")] == [1, 2]
+    held["store"].close()
 
 
 def test_fork_while_another_thread_writes(tmp_path: Path) -> None:
