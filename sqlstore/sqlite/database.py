@@ -150,9 +150,7 @@ _forks = 0
 """Forks this process descends from (counted in each child); a Database remembers
 the count it was opened under, so one compare per call detects use after fork."""
 
-_LIVE: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, int]] = (
-    weakref.WeakKeyDictionary()
-)
+_LIVE: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, int]] = weakref.WeakKeyDictionary()
 """Every open connection of a Database of this process, with its file's (dev, inode)."""
 
 _INHERITED: list[apsw.Connection] = []
