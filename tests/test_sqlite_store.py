@@ -451,45 +451,71 @@ def test_leader_gathers_the_writers_of_the_last_batch(
 ) -> None:
     """After a batch of 4, the next leader waits for 4 queued writes and commits them at once.
 
-    The wait bound is raised so the test does not depend on thread timing: the
-    leader can only move on because the fourth write arrived.
+    The wait bounds are raised to an hour so the test does not depend on thread
+    timing: the leader can only move on because the fourth write arrived. The
+    test holds the leader lock itself, and gives it back whatever happens, so a
+    failure cannot leave ``close()`` waiting for it.
     """
     from sqlstore.sqlite import database
 
-    monkeypatch.setattr(database, "GATHER_MAX_S", 30.0)
+    monkeypatch.setattr(database, "GATHER_MAX_S", 3600.0)
     with SQLiteStore(tmp_path / "a.db") as store:
         db = store.db
-        db._last_batch, db._last_batch_end = 4, time.monotonic()
+        db._last_batch, db._last_batch_took = 4, 3600.0
+        db._last_batch_end = time.monotonic()
         batches: list[int] = []
         real_commit = db._commit
 
-        def counting_commit(batch: Any) -> None:
+        def counting_commit(batch: Any) -> bool:
             batches.append(len(batch))
-            real_commit(batch)
+            return real_commit(batch)
 
         monkeypatch.setattr(db, "_commit", counting_commit)
 
         def append(n: int) -> None:
             store.events.append_event(f"log-{n}", Event("e", seq=n))
 
+        writers = [threading.Thread(target=append, args=(n,), daemon=True) for n in range(4)]
+        leader = threading.Thread(target=db._commit_next_batch, daemon=True)
         db._leader.acquire()  # hold leadership so the writers queue up
-        writers = [threading.Thread(target=append, args=(n,)) for n in range(4)]
-        for thread in writers[:3]:
-            thread.start()
-        _wait_until(lambda: len(db._pending) == 3)
-        leader = threading.Thread(target=db._commit_next_batch)
-        leader.start()
-        _wait_until(lambda: db._gather_target == 4)
-        assert batches == []  # still gathering: three of four are queued
-        writers[3].start()
-        leader.join(timeout=30)
-        assert not leader.is_alive()
-        db._leader.release()
-        db._hand_off()
+        try:
+            for thread in writers[:3]:
+                thread.start()
+            _wait_until(lambda: len(db._pending) == 3)
+            leader.start()
+            _wait_until(lambda: db._gather_target == 4)
+            assert batches == []  # still gathering: three of four are queued
+            writers[3].start()
+            leader.join(timeout=60)
+            assert not leader.is_alive(), "the fourth write did not end the gathering"
+        finally:
+            db._gathered.set()
+            db._leader.release()
+            db._hand_off()
         for thread in writers:
-            thread.join(timeout=30)
+            thread.join(timeout=60)
         assert batches == [4]
+        assert db._gather_skip == 0 and db._gather_backoff == 1
         assert all([e.seq for e in store.events.read(f"log-{n}")] == [n] for n in range(4))
+
+
+def test_a_gathering_that_ends_short_backs_off(tmp_path: Path) -> None:
+    """A wait that does not fill (its writer came back later than a commit takes) is not
+    repeated for the next 1, 2, 4 ... queued batches, and the fast path comes back."""
+    with SQLiteStore(tmp_path / "a.db") as store:
+        db = store.db
+        for expected_skip in (1, 2, 4):
+            # The last batch held 2 writes and took no time: the wait bound is zero.
+            db._last_batch, db._last_batch_took = 2, 0.0
+            db._last_batch_end = time.monotonic()
+            db._gather_skip = 0
+            db._gather()
+            assert db._gather_skip == expected_skip
+            assert not db._batching()  # a lone writer may take the fast path again
+        db._gather_skip = 0
+        db._gather_backoff = 64
+        db._gather()
+        assert db._gather_backoff == 64  # capped at GATHER_BACKOFF_MAX
 
 
 def test_no_gathering_for_a_lone_writer_or_after_a_pause(tmp_path: Path) -> None:

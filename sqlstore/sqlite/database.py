@@ -11,13 +11,16 @@ failure stays with its own call. A caller's writes are applied in call order.
 
 A write that finds nobody queued (and no batch just committed) commits alone
 without the queue. Under contention, the leader of the next batch first waits
-— at most ``GATHER_MAX_S`` — until as many writes are queued as the previous
-batch held: its writers were woken together by that commit and most come
-straight back. Without that wait the writers split into two alternating
-half-size batches, and the ones running Python would take the GIL from the
-leader at every SQLite call of its transaction (measured with 8 threads:
-~1.1x the raw fsync rate instead of ~0.6-0.9x, and every thread within 1 % of
-its fair share; docs/benchmarks.md).
+— no longer than the previous batch's transaction took, and at most
+``GATHER_MAX_S`` — until as many writes are queued as that batch held: its
+writers were woken together by its commit and most come straight back.
+Without that wait the writers split into two alternating half-size batches,
+and the ones running Python would take the GIL from the leader at every
+SQLite call of its transaction (measured with 8 threads: ~1.0x the raw fsync
+rate instead of ~0.6x, every thread within 1 % of its fair share;
+docs/benchmarks.md). A writer that comes back later than a commit takes is
+not waited for, and a wait that ends short turns gathering off for a while
+(see ``_gather``), so a slow writer does not slow a fast one to its pace.
 
 ``BEGIN IMMEDIATE`` is issued with ``conn.execute`` — it releases the GIL while
 SQLite's busy handler waits for another process's lock, whereas apsw's
@@ -68,7 +71,11 @@ MAX_BATCH_OPS = 256
 """Most write functions folded into one transaction."""
 
 GATHER_MAX_S = 0.001
-"""Longest a leader waits for the writers of the previous batch to queue again."""
+"""Longest a leader waits for the writers of the previous batch to queue again (the
+wait is also bounded by the duration of that batch's transaction)."""
+
+GATHER_BACKOFF_MAX = 64
+"""Most queued batches committed without gathering after waits that ended short."""
 
 LEADER_RECHECK_S = 0.05
 """Safety net only: a waiting writer re-tries leadership this often (hand-off is direct)."""
@@ -246,6 +253,9 @@ class Database:
         self._closed = False
         self._last_batch = 0
         self._last_batch_end = 0.0
+        self._last_batch_took = 0.0
+        self._gather_skip = 0
+        self._gather_backoff = 1
         self._gather_target = 0
         self._gathered = threading.Event()
 
@@ -309,7 +319,8 @@ class Database:
 
     def _commit_next_batch(self) -> None:
         """Commit the oldest queued ops (up to ``MAX_BATCH_OPS``) in one transaction."""
-        self._gather()
+        if self._pending:
+            self._gather()
         with self._pending_lock:
             batch = self._pending[:MAX_BATCH_OPS]
             del self._pending[:MAX_BATCH_OPS]
@@ -320,9 +331,14 @@ class Database:
                 for op in batch:
                     op.error = StoreClosed(f"{self.path}: the store is closed")
                 return
-            self._commit(batch)
-            self._last_batch = len(batch)
+            started = time.monotonic()
+            whole = self._commit(batch)
             self._last_batch_end = time.monotonic()
+            self._last_batch_took = self._last_batch_end - started
+            # A batch re-run op by op (one of them failed) is no pattern to wait for.
+            self._last_batch = len(batch) if whole else 0
+            if self._gather_skip:
+                self._gather_skip -= 1
         finally:
             for op in batch:
                 op.finished = True
@@ -330,15 +346,25 @@ class Database:
 
     def _batching(self) -> bool:
         """True right after a commit of several queued writes (writers are contending)."""
-        return self._last_batch > 1 and time.monotonic() - self._last_batch_end < GATHER_MAX_S
+        return (
+            self._last_batch > 1
+            and not self._gather_skip
+            and time.monotonic() - self._last_batch_end < GATHER_MAX_S
+        )
 
     def _gather(self) -> None:
-        """Wait (at most ``GATHER_MAX_S``) until as many ops are queued as the last batch had.
+        """Wait until as many ops are queued as the last batch had, or a commit's time.
 
         The writers of the last batch were all woken by its commit and most come
         straight back with their next write; starting the transaction before they
         have queued would split them over two commits, and each of them would take
-        the GIL from the leader at every SQLite call of its transaction.
+        the GIL from the leader at every SQLite call of its transaction. The wait
+        is bounded by what it can save: the duration of the last batch's
+        transaction (at most ``GATHER_MAX_S``). A writer that comes back later
+        than that (it sleeps, or builds a big snapshot between writes) is not
+        waited for beyond it; and a wait that ends short turns gathering off for
+        the next 1, 2, 4 ... 64 queued batches (reset by a wait that fills), so
+        such a writer costs a fast one a wasted wait only now and then.
         """
         if not self._batching():
             return
@@ -349,9 +375,14 @@ class Database:
         self._gather_target = target
         try:
             if len(self._pending) < target:
-                self._gathered.wait(GATHER_MAX_S)
+                self._gathered.wait(min(GATHER_MAX_S, self._last_batch_took))
         finally:
             self._gather_target = 0
+        if len(self._pending) >= target:
+            self._gather_backoff = 1
+        else:
+            self._gather_skip = self._gather_backoff
+            self._gather_backoff = min(2 * self._gather_backoff, GATHER_BACKOFF_MAX)
 
     def _hand_off(self) -> None:
         """Wake the oldest queued writer to lead the next batch.
@@ -366,19 +397,21 @@ class Database:
         if oldest is not None:
             oldest.wake.set()
 
-    def _commit(self, batch: Sequence[_Work[Any]]) -> None:
+    def _commit(self, batch: Sequence[_Work[Any]]) -> bool:
         """Run a batch in one transaction; if one op fails, run each op on its own.
 
         The optimistic path runs every op back to back (no savepoint per op: most
         writes cannot fail once their input is encoded). When an op raises, the
         whole transaction is rolled back and every op of the batch is run again
-        in a transaction of its own, so the failure stays with its op.
+        in a transaction of its own, so the failure stays with its op. Returns
+        whether the batch (of more than one op) committed as one transaction.
         """
         if len(batch) > 1 and self._transaction(batch, isolate=False):
-            return
+            return True
         for op in batch:
             op.result, op.error = None, None
             self._transaction([op], isolate=True)
+        return False
 
     def _transaction(self, ops: Sequence[_Work[Any]], *, isolate: bool) -> bool:
         """Run ``ops`` in one transaction; return False if an op failed (all rolled back).
