@@ -13,7 +13,6 @@ working with the file intact.
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import multiprocessing
 import os
@@ -23,12 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 
 from sqlstore import Event, Session, SQLiteStore
 from sqlstore.errors import StoreClosed, StoreForked
 from sqlstore.sqlite import database
+
+from .helpers import file_digests, integrity
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -65,16 +65,6 @@ def _failure(call: Callable[[], object]) -> dict[str, str]:
     return {"type": "none"}
 
 
-def _integrity(path: Path) -> str:
-    conn = apsw.Connection(str(path))
-    try:
-        row = conn.execute("PRAGMA integrity_check").fetchone()
-        assert row is not None
-        return str(row[0])
-    finally:
-        conn.close()
-
-
 def test_inherited_store_refuses_every_use_in_the_child(tmp_path: Path) -> None:
     """Writes, reads and follows in the child raise StoreForked; the parent carries on."""
     path = tmp_path / "f.db"
@@ -107,12 +97,7 @@ def test_inherited_store_refuses_every_use_in_the_child(tmp_path: Path) -> None:
     assert [e.text for e in store.events.read("a")] == ["before fork", "after fork"]
     assert store.sessions.load("a").id == "a"
     store.close()
-    assert _integrity(path) == "ok"
-
-
-def _digest(path: Path) -> str:
-    parts = [path, path.with_name(path.name + "-wal")]
-    return hashlib.sha256(b"".join(p.read_bytes() for p in parts if p.exists())).hexdigest()
+    assert integrity(path) == ["ok"]
 
 
 def test_child_cannot_reopen_a_file_open_at_the_fork_but_may_open_others(
@@ -127,7 +112,7 @@ def test_child_cannot_reopen_a_file_open_at_the_fork_but_may_open_others(
     path = tmp_path / "f.db"
     store = SQLiteStore(path)
     store.sessions.save(Session.new("a"))
-    before = _digest(path)
+    before = file_digests(path)
 
     def child() -> dict[str, Any]:
         store.close()  # closing the inherited store does not make the file usable
@@ -142,11 +127,11 @@ def test_child_cannot_reopen_a_file_open_at_the_fork_but_may_open_others(
     assert str(path) in report["same"]["message"]
     assert f"process {os.getpid()}" in report["same"]["message"]
     assert report["other"] == ["from child"]
-    assert _digest(path) == before
+    assert file_digests(path) == before
     store.close()
     with SQLiteStore(tmp_path / "child.db") as again:
         assert [e.text for e in again.events.read("c")] == ["from child"]
-    assert _integrity(path) == "ok"
+    assert integrity(path) == ["ok"]
 
 
 def test_every_connection_alive_at_the_fork_is_parked_in_the_child(tmp_path: Path) -> None:
@@ -208,7 +193,7 @@ def test_fork_while_another_thread_writes(tmp_path: Path) -> None:
     assert {r["type"] for r in reports} == {"StoreForked"}
     assert [e.seq for e in store.events.read("w")] == acked
     store.close()
-    assert _integrity(path) == "ok"
+    assert integrity(path) == ["ok"]
 
 
 _POOL_STORE: SQLiteStore | None = None
