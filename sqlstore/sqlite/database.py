@@ -282,7 +282,7 @@ class Database:
             try:
                 if not self._pending:
                     if self._closed:
-                        raise StoreClosed(f"{self.path}: the store is closed")
+                        raise self._closed_error()
                     work = _Work(fn)
                     self._transaction([work], isolate=True)
                     return work.outcome()
@@ -315,7 +315,10 @@ class Database:
                 f"cannot be used in process {os.getpid()}, forked from it"
             )
         if self._closed:
-            raise StoreClosed(f"{self.path}: the store is closed")
+            raise self._closed_error()
+
+    def _closed_error(self) -> StoreClosed:
+        return StoreClosed(f"{self.path}: the store is closed")
 
     def _commit_next_batch(self) -> None:
         """Commit the oldest queued ops (up to ``MAX_BATCH_OPS``) in one transaction."""
@@ -329,7 +332,7 @@ class Database:
         try:
             if self._closed:
                 for op in batch:
-                    op.error = StoreClosed(f"{self.path}: the store is closed")
+                    op.error = self._closed_error()
                 return
             started = time.monotonic()
             whole = self._commit(batch)
