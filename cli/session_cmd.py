@@ -1,6 +1,6 @@
 """Session commands: ``ls``, ``show``, ``events``, ``audit`` and ``rm``.
 
-Each mirrors one library call — ``sessions.page``, ``sessions.load``,
+Each mirrors one library call — ``sessions.inventory``, ``sessions.load``,
 ``events.read_after``, ``audit.list``, ``sessions.delete`` — and renders its
 result. All but ``rm`` only read and never create a database file.
 """
@@ -27,19 +27,11 @@ from cli.context import (
     stdin_is_terminal,
 )
 from sqlstore import clock, snapshot
-from sqlstore.errors import MetadataCursorRestart
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
-from sqlstore.ports import Store
-
-LS_PAGE_SIZE = 200
-"""Rows fetched per ``sessions.page`` call while listing."""
 
 LS_DEFAULT_LIMIT = 100
 """Rows ``sqlstore ls`` prints unless ``--limit`` says otherwise."""
-
-LS_MAX_RESTARTS = 5
-"""Times ``sqlstore ls`` restarts paging when concurrent writes invalidate its cursor."""
 
 
 def parse_owner(subject: str | None, issuer: str | None) -> tuple[Principal | None, bool]:
@@ -51,44 +43,6 @@ def parse_owner(subject: str | None, issuer: str | None) -> tuple[Principal | No
     if issuer is None:
         return None, False
     return Principal(issuer=issuer, subject=subject), True
-
-
-def iter_sessions(
-    cli: CliContext,
-    store: Store,
-    *,
-    owner: Principal | None,
-    enforce_owner: bool,
-) -> Iterator[tuple[SessionMeta, int]]:
-    """Yield (row, total) newest first through the store's keyset pager ``sessions.page``.
-
-    A save or delete by another process while paging invalidates the page cursor
-    (``MetadataCursorRestart``); the listing then restarts from the newest row and
-    skips ids it already yielded, up to ``LS_MAX_RESTARTS`` times.
-    """
-    cursor: str | None = None
-    seen: set[str] = set()
-    restarts = 0
-    while True:
-        try:
-            page = store.sessions.page(
-                LS_PAGE_SIZE, cursor, owner=owner, enforce_owner=enforce_owner
-            )
-        except MetadataCursorRestart:
-            restarts += 1
-            if restarts > LS_MAX_RESTARTS:
-                raise
-            cli.note("the inventory changed while listing; restarting from the newest row")
-            cursor = None
-            continue
-        cli.note(f"page: {len(page.sessions)} rows of {page.total}")
-        for meta in page.sessions:
-            if meta.id not in seen:
-                seen.add(meta.id)
-                yield meta, page.total
-        if page.next_cursor is None:
-            return
-        cursor = page.next_cursor
 
 
 @click.command("ls", short_help="List sessions, newest first.")
@@ -120,7 +74,9 @@ def ls_cmd(
     """List sessions, newest first (by last write).
 
     --state and --kind may be repeated. --owner alone matches the subject under
-    any issuer; with --issuer it uses the store's owner index.
+    any issuer; with --issuer it uses the store's owner index. The listing is
+    read in one read transaction: it shows the store as it was at one moment,
+    complete, however many agents write meanwhile (and it never blocks them).
 
     Example:
 
@@ -129,27 +85,23 @@ def ls_cmd(
     """
     scope, enforce = parse_owner(owner, issuer)
     now = clock.now()
-    rows: list[SessionMeta] = []
-    total = 0
-    more = False
+
+    def match(meta: SessionMeta) -> bool:
+        age = now - meta.modified_at
+        return (
+            (newer_than is None or age <= newer_than)
+            and (older_than is None or age > older_than)
+            and (not states or meta.state.value in states)
+            and (not kinds or meta.kind.value in kinds)
+            and (owner is None or (meta.owner is not None and meta.owner.subject == owner))
+        )
+
     with cli.open_store(readonly=True) as store:
-        for meta, page_total in iter_sessions(cli, store, owner=scope, enforce_owner=enforce):
-            total = page_total
-            age = now - meta.modified_at
-            if newer_than is not None and age > newer_than:
-                break  # newest first: every following row is older still
-            if older_than is not None and age <= older_than:
-                continue
-            if states and meta.state.value not in states:
-                continue
-            if kinds and meta.kind.value not in kinds:
-                continue
-            if owner is not None and (meta.owner is None or meta.owner.subject != owner):
-                continue
-            if limit and len(rows) >= limit:
-                more = True
-                break
-            rows.append(meta)
+        listing = store.sessions.inventory(
+            owner=scope, enforce_owner=enforce, match=match, limit=limit
+        )
+    rows, total, more = listing.sessions, listing.total, listing.more
+    cli.note(f"listed {len(rows)} of {total} sessions in one read")
 
     def human() -> Iterator[str]:
         if not rows:

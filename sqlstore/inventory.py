@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -72,3 +73,31 @@ class Lease:
     owner: str
     token: int
     expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """The whole inventory (of one owner scope) as of one moment, newest first.
+
+    ``sessions`` holds the rows that matched, at most the limit asked for;
+    ``total`` counts every row in scope, matching or not; ``more`` is True when
+    a further matching row followed the last one returned.
+    """
+
+    sessions: list[SessionMeta]
+    total: int
+    more: bool
+
+
+def select(
+    rows: Iterable[SessionMeta], match: Callable[[SessionMeta], bool] | None, limit: int
+) -> tuple[list[SessionMeta], bool]:
+    """Return the rows ``match`` keeps (all if None), at most ``limit`` (0: all), and ``more``."""
+    kept: list[SessionMeta] = []
+    for meta in rows:
+        if match is not None and not match(meta):
+            continue
+        if limit and len(kept) >= limit:
+            return kept, True
+        kept.append(meta)
+    return kept, False

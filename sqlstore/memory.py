@@ -13,7 +13,7 @@ import builtins
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -29,7 +29,7 @@ from sqlstore.errors import (
 )
 from sqlstore.events import Event, LogRecord, check_record_size, encode_event
 from sqlstore.fold import load_or_fold
-from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
+from sqlstore.inventory import Lease, Listing, Page, SessionMeta, StoredSession, select
 from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.ports import Closeable, owner_matches
@@ -176,6 +176,26 @@ class MemorySessions:
             rows = [v.meta for v in self._s.sessions.values()]
         rows.sort(key=lambda m: (m.modified_at, m.id.encode("utf-8")))
         return iter(rows)
+
+    def inventory(
+        self,
+        *,
+        owner: Principal | None = None,
+        enforce_owner: bool = False,
+        match: Callable[[SessionMeta], bool] | None = None,
+        limit: int = 0,
+    ) -> Listing:
+        """Return the inventory newest first, copied under the store's lock (one moment)."""
+        with self._s.lock:
+            self._s.check_open()
+            found = [
+                v.meta
+                for v in self._s.sessions.values()
+                if not enforce_owner or owner_matches(v.meta.owner, owner)
+            ]
+        found.sort(key=lambda m: (-clock.to_ns(m.modified_at), m.id.encode("utf-8")))
+        kept, more = select(found, match, limit)
+        return Listing(sessions=kept, total=len(found), more=more)
 
     def page(
         self,

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.events import Event, LogRecord
-from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
+from sqlstore.inventory import Lease, Listing, Page, SessionMeta, StoredSession
 from sqlstore.model import Principal
 from sqlstore.session import Session
 
@@ -55,6 +55,16 @@ class SessionStore(Protocol):
 
     def iter_meta(self) -> Iterator[SessionMeta]:
         """Stream every inventory row, oldest first by (modified_at, id), in bounded memory."""
+
+    def inventory(
+        self,
+        *,
+        owner: Principal | None = None,
+        enforce_owner: bool = False,
+        match: Callable[[SessionMeta], bool] | None = None,
+        limit: int = 0,
+    ) -> Listing:
+        """Return the rows ``match`` keeps, newest first, all read at one moment (one read)."""
 
     def delete_if_unchanged(self, expected: SessionMeta) -> bool:
         """Delete only if the row still equals ``expected`` and no lease is live; report it."""

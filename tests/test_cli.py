@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner, Result
 from freezegun import freeze_time
 
-import cli.session_cmd as session_cmd
 import sqlstore
 from cli.context import DURATION
 from cli.main import cli
@@ -122,7 +121,7 @@ def test_verbose_prints_diagnostics_on_stderr(db: Path) -> None:
     """`-v` adds diagnostic lines on stderr and leaves stdout machine-readable."""
     result = run("--db", str(db), "-v", "--json", "ls")
     assert result.exit_code == 0
-    assert "page:" in result.stderr
+    assert "listed 2 of 2 sessions in one read" in result.stderr
     assert [r["id"] for r in json.loads(result.stdout)] == ["s2", "s1"]
 
 
@@ -241,9 +240,8 @@ def test_ls_age_filters(tmp_path: Path) -> None:
         assert ls_ids(run(*base, "--older-than", "2d", "--newer-than", "30d")) == ["old"]
 
 
-def test_ls_limit_and_paging(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`ls` pages through the store (small pages) and stops at --limit; 0 shows all."""
-    monkeypatch.setattr(session_cmd, "LS_PAGE_SIZE", 2)
+def test_ls_limit(db: Path) -> None:
+    """`ls` stops at --limit and says how many are stored; 0 shows all."""
     with SQLiteStore(db) as store:
         for i in range(5):
             store.sessions.save(Session.new(f"x{i}"))
@@ -520,28 +518,27 @@ def test_every_command_has_help_with_example(path: tuple[str, ...]) -> None:
     assert "sqlstore " in result.stdout.split("Example", 1)[1]
 
 
-def test_ls_restarts_when_inventory_changes_while_paging(
+def test_ls_shows_one_moment_while_another_store_writes(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A save by another store between pages restarts the listing without duplicates."""
-    from sqlstore.sqlite.sessions import SQLiteSessions
+    """A save and a delete by another store while `ls` reads change nothing in its output."""
+    from sqlstore.sqlite import rows
 
-    monkeypatch.setattr(session_cmd, "LS_PAGE_SIZE", 1)
-    original = SQLiteSessions.page
+    original = rows.meta_from_row
     calls: list[int] = []
 
-    def page_then_write(self: SQLiteSessions, *args: object, **kwargs: object) -> object:
-        result = original(self, *args, **kwargs)  # type: ignore[arg-type]
+    def decode_then_write(row: tuple[object, ...]) -> object:
         calls.append(1)
         if len(calls) == 1:
-            with SQLiteStore(db) as other:  # a concurrent writer bumps the inventory
+            with SQLiteStore(db) as other:  # a concurrent writer, mid-listing
                 other.sessions.save(Session.new("late"))
-        return result
+                other.sessions.delete("s1")
+        return original(row)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(SQLiteSessions, "page", page_then_write)
-    ids = ls_ids(run("--db", str(db), "--json", "ls"))
-    assert sorted(ids) == ["late", "s1", "s2"]
-    assert ids[0] == "s2"  # printed before the restart
+    monkeypatch.setattr(rows, "meta_from_row", decode_then_write)
+    assert ls_ids(run("--db", str(db), "--json", "ls")) == ["s2", "s1"]
+    monkeypatch.setattr(rows, "meta_from_row", original)
+    assert ls_ids(run("--db", str(db), "--json", "ls")) == ["late", "s2"]
 
 
 def test_show_renders_ask_owner_relationship_and_error(db: Path) -> None:

@@ -242,6 +242,35 @@ class PagerSuite(SuiteBase):
                 break
         assert seen == ["conf-p6", "conf-p4", "conf-p5", "conf-p2", "conf-p3", "conf-p0", "conf-p1"]
 
+    def test_inventory_lists_everything_newest_first(self, store: Store) -> None:
+        """inventory() holds every row in page order, with the total and the rows of meta()."""
+        with freeze_time(FROZEN_AT) as frozen:
+            for index in range(5):
+                store.sessions.save(Session.new(f"conf-i{index}"))
+                frozen.tick(timedelta(seconds=index % 2))
+        listing = store.sessions.inventory()
+        assert [m.id for m in listing.sessions] == [
+            "conf-i4",
+            "conf-i2",
+            "conf-i3",
+            "conf-i0",
+            "conf-i1",
+        ]
+        assert (listing.total, listing.more) == (5, False)
+        assert listing.sessions == [store.sessions.meta(m.id) for m in listing.sessions]
+
+    def test_inventory_match_limit_and_owner_scope(self, store: Store) -> None:
+        """match filters, limit stops with more=True, and the owner scope is page()'s."""
+        seed_pager(store)
+        owned = store.sessions.inventory(owner=ALICE, enforce_owner=True)
+        assert ([m.id for m in owned.sessions], owned.total) == (["a", "b"], 2)
+        nobody = store.sessions.inventory(owner=None, enforce_owner=True)
+        assert (nobody.sessions, nobody.total, nobody.more) == ([], 0, False)
+        some = store.sessions.inventory(match=lambda m: m.owner is not None, limit=2)
+        assert ([m.id for m in some.sessions], some.total, some.more) == (["a", "b"], 4, True)
+        exact = store.sessions.inventory(match=lambda m: m.owner is not None, limit=3)
+        assert ([m.id for m in exact.sessions], exact.more) == (["a", "b", "foreign"], False)
+
 
 class ConditionalPruneSuite(SuiteBase):
     """``delete_if_unchanged`` deletes only a session whose row still matches."""

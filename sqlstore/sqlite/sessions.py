@@ -13,7 +13,7 @@ import apsw
 from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
 from sqlstore.fold import load_or_fold
-from sqlstore.inventory import Page, SessionMeta, StoredSession
+from sqlstore.inventory import Listing, Page, SessionMeta, StoredSession, select
 from sqlstore.jsonl import canonical_json
 from sqlstore.memory import rows_match
 from sqlstore.model import Principal, Relationship, validate_session_id
@@ -133,6 +133,43 @@ class SQLiteSessions:
             for row in found:
                 yield rows.meta_from_row(row)
             after = (int(found[-1][1]), str(found[-1][0]))
+
+    def inventory(
+        self,
+        *,
+        owner: Principal | None = None,
+        enforce_owner: bool = False,
+        match: Callable[[SessionMeta], bool] | None = None,
+        limit: int = 0,
+    ) -> Listing:
+        """Return the inventory newest first (modified_at DESC, id ASC) in one read transaction.
+
+        The whole listing is one snapshot of the file: every session that existed
+        when it began is in it exactly once, as it was then, however many
+        processes save, append or delete meanwhile (writers are never blocked by
+        it; the WAL cannot be checkpointed past its start until it ends). Rows are
+        decoded and passed to ``match`` one at a time, and the scan stops at the
+        first matching row beyond ``limit`` (0: no limit), so a short listing of
+        a large store reads only the newest rows. The owner scope is that of
+        :meth:`page`.
+        """
+        where = ""
+        args: list[object] = []
+        if enforce_owner:
+            where = " WHERE owner_key = ?"
+            args.append(scope_key(owner, True) if owner is not None else None)
+
+        def read(conn: apsw.Connection) -> Listing:
+            total_row = conn.execute("SELECT count(*) FROM sessions" + where, args).fetchone()
+            found = conn.execute(
+                f"SELECT {rows.META_COLUMNS} FROM sessions{where} "
+                "ORDER BY modified_at_ns DESC, id ASC",
+                args,
+            )
+            kept, more = select((rows.meta_from_row(r) for r in found), match, limit)
+            return Listing(sessions=kept, total=int(total_row[0]) if total_row else 0, more=more)
+
+        return self._db.read(read)
 
     def page(
         self,

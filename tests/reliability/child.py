@@ -17,6 +17,7 @@ Roles:
     migrate DB SOURCE                   run a run-log import in batches of 3
     vacuumer DB                         VACUUM / incremental_vacuum in a loop until killed
     leaser DB NAME TTL_S                take a lease, print it, wait to be killed
+    toucher TARGET SESSIONS             save and append to random sessions t0..tN-1 until killed
 """
 
 from __future__ import annotations
@@ -315,6 +316,31 @@ def leaser(db: str, name: str, ttl_s: str) -> None:
         time.sleep(3600)
 
 
+def listed_state(index: int) -> str:
+    """Return the state the listing tests give session ``t<index>``: every tenth failed."""
+    return "failed" if index % 10 == 0 else "completed"
+
+
+def toucher(target: str, sessions: str) -> None:
+    """Save (keeping its state) or append to random sessions t0..tN-1, as fast as it can."""
+    store = sqlstore.open(target)
+    rng = random.Random()
+    emit("READY")
+    n = 0
+    while True:
+        index = rng.randrange(int(sessions))
+        sid = f"t{index}"
+        if n % 2:
+            store.events.append_event(sid, Event("touch", text=str(n)))
+        else:
+            session = Session.new(sid, title=f"touched {n}")
+            session.state = sqlstore.State(listed_state(index))
+            store.sessions.save(session)
+        n += 1
+        if n % 100 == 0:
+            emit("T", n)
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -394,6 +420,7 @@ ROLES: dict[str, Callable[..., None]] = {
     "vacuumer": vacuumer,
     "leaser": leaser,
     "probe": probe,
+    "toucher": toucher,
 }
 
 if __name__ == "__main__":

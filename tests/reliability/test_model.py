@@ -169,6 +169,20 @@ class StoreComparison(RuleBasedStateMachine):
     def iter_meta(self) -> None:
         self.same(lambda s, _: [_meta(m) for m in s.sessions.iter_meta()])
 
+    @rule(limit=st.integers(0, 3), enforce=st.booleans())
+    def inventory(self, limit: int, enforce: bool) -> None:
+        def fn(store: Any, _: int) -> Any:
+            owner = Principal(issuer="i", subject="u1") if enforce else None
+            found = store.sessions.inventory(
+                owner=owner,
+                enforce_owner=enforce,
+                match=lambda m: m.state is not State.RUNNING,
+                limit=limit,
+            )
+            return [_meta(m) for m in found.sessions], found.total, found.more
+
+        self.same(fn)
+
     # -- event logs ------------------------------------------------------------------
 
     @rule(sid=IDS, kind=st.sampled_from(["message", "tool_call", "result"]), text=TEXTS)
