@@ -1,4 +1,4 @@
--- sqlstore schema, version 2. The single source of truth for tables and indexes.
+-- sqlstore schema, version 3. The single source of truth for tables and indexes.
 -- Applied by sqlstore.sqlite.schema inside one BEGIN IMMEDIATE transaction, after the
 -- file-level pragmas (journal_mode=WAL, auto_vacuum=INCREMENTAL) are set, and stamped
 -- with PRAGMA application_id / user_version. Times are integer nanoseconds since the
@@ -127,4 +127,14 @@ CREATE TABLE retention_runs (
     failed        INTEGER NOT NULL,
     dry_run       INTEGER NOT NULL DEFAULT 0,
     detail        TEXT NOT NULL DEFAULT ''
+);
+
+-- Orphan writes (issue 20 item 7, schema version 3): the ids that hold an event log or
+-- audit rows but no snapshot (an append after `rm` or a prune, a recorder event before
+-- the first save), with the time of their last write. Kept by the write paths (an append
+-- or audit record to an id without a snapshot upserts it, a snapshot save or a delete
+-- removes it), so listing, removing and pruning them never scans the events.
+CREATE TABLE orphans (
+    session_id     TEXT PRIMARY KEY NOT NULL,
+    modified_at_ns INTEGER NOT NULL
 );

@@ -242,6 +242,11 @@ def export_lines(report: ExportReport) -> Iterator[str]:
     )
     for session_id, reason in report.failed:
         yield f"failed: {session_id}: {render.one_line(reason, 200)}"
+    if report.orphans:
+        yield (
+            f"not exported: {report.orphans} orphan(s) with events or audit rows but no "
+            "snapshot (`sqlstore ls --orphans` lists them)"
+        )
 
 
 @click.command("export")

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
-from sqlstore.inventory import SessionMeta
+from sqlstore.inventory import Orphan, SessionMeta
 from sqlstore.model import Message, Principal, Relationship
 from sqlstore.session import Session
 
@@ -110,6 +110,15 @@ def session_rows(rows: Sequence[SessionMeta]) -> Iterator[str]:
         for m in rows
     ]
     return table(["ID", "STATE", "KIND", "MODIFIED (UTC)", "TURNS", "SIZE", "TITLE"], body)
+
+
+def orphan_rows(orphans: Sequence[Orphan]) -> Iterator[str]:
+    """Yield the ``sqlstore ls --orphans`` table: ids with events or audit rows, no snapshot."""
+    body = [
+        [one_line(o.id, 0), short_time(o.modified_at), str(o.records), str(o.audit_rows)]
+        for o in orphans
+    ]
+    return table(["ID", "LAST WRITE (UTC)", "RECORDS", "AUDIT ROWS"], body)
 
 
 def audit_rows(records: Sequence[ToolCallRecord]) -> Iterator[str]:

@@ -146,7 +146,9 @@ def prune(
     """Delete stale sessions by last-write time, once (for cron or by hand).
 
     Never deletes running or awaiting sessions, unknown kinds, or sessions
-    with a live lease; a session written after planning is kept. On a terminal
+    with a live lease; a session written after planning is kept. Orphans (events
+    or audit rows without a snapshot, `ls --orphans`) last written before
+    --older-than are deleted too. On a terminal
     it asks first; elsewhere it refuses unless --yes is given.
 
     Example:
@@ -162,16 +164,19 @@ def prune(
         if dry_run:
             cli.emit(plan.to_json(), plan_lines(plan))
             return
-        if plan.entries and not yes:
+        if (plan.entries or plan.orphans) and not yes:
+            what = f"{plan.counts.total} sessions" + (
+                f" and {len(plan.orphans)} orphans" if plan.orphans else ""
+            )
             if not stdin_is_terminal():
                 raise Refused(
-                    f"refusing to delete {plan.counts.total} sessions without confirmation: "
+                    f"refusing to delete {what} without confirmation: "
                     "standard input is not a terminal",
                     hint="Review them with --dry-run, then pass --yes.",
                 )
             for line in plan_lines(plan):
                 click.echo(line)
-            click.confirm(f"Delete these {plan.counts.total} sessions?", abort=True)
+            click.confirm(f"Delete these {what}?", abort=True)
         result = run_sweep(cli, store, policy, plan)
     if result.report is None:
         raise SweeperBusy("another retention sweep is running on this store; nothing deleted")

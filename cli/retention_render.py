@@ -26,6 +26,9 @@ def plan_lines(plan: retention.Plan) -> Iterator[str]:
         yield from render.table(["ID", "KIND", "STATE", "MODIFIED (UTC)", "REASON"], body)
     else:
         yield "No sessions to delete."
+    if plan.orphans:
+        yield "Orphans (events or audit rows without a snapshot), by last write:"
+        yield from render.orphan_rows(plan.orphans)
     yield plan_summary(plan)
 
 
@@ -37,6 +40,7 @@ def plan_summary(plan: retention.Plan) -> str:
         f"{plan.counts.total} of {plan.scanned} sessions planned"
         + (f" ({reasons})" if reasons else "")
         + (f"; protected: {kept}" if kept else "")
+        + (f"; {len(plan.orphans)} orphans planned" if plan.orphans else "")
         + f"; policy {plan.policy.describe()}; generation {plan.generation[:16]}"
     )
 
@@ -48,6 +52,8 @@ def report_lines(report: retention.Report) -> Iterator[str]:
         f"(changed since planning: {report.changed}, leased since: {report.leased}, "
         f"failed: {report.failed}) in {report.seconds:.2f}s"
     )
+    if report.orphans:
+        yield f"({report.orphans} of the deleted were orphans: events or audit rows, no snapshot)"
     if report.bytes_before or report.bytes_after:
         yield (
             f"File size {render.human_bytes(report.bytes_before)} -> "

@@ -59,6 +59,11 @@ def parse_owner(subject: str | None, issuer: str | None) -> tuple[Principal | No
     show_default=True,
     help="Most rows to print (0: all).",
 )
+@click.option(
+    "--orphans",
+    is_flag=True,
+    help="List the ids that hold events or audit rows but no snapshot instead.",
+)
 @json_option
 @pass_cli
 def ls_cmd(
@@ -70,6 +75,7 @@ def ls_cmd(
     older_than: timedelta | None,
     newer_than: timedelta | None,
     limit: int,
+    orphans: bool,
 ) -> None:
     """List sessions, newest first (by last write).
 
@@ -78,11 +84,19 @@ def ls_cmd(
     read in one read transaction: it shows the store as it was at one moment,
     complete, however many agents write meanwhile (and it never blocks them).
 
+    --orphans lists the ids that hold an event log or audit rows but no
+    snapshot (an append after `rm` or a prune, a recorder event before the first
+    save): `sqlstore rm ID` removes one, and retention prunes them by their last
+    write. A plain `ls` says how many there are below its table.
+
     Example:
 
     \b
         sqlstore ls --kind subagent --state failed --older-than 7d --limit 20
     """
+    if orphans:
+        ls_orphans(cli, limit)
+        return
     scope, enforce = parse_owner(owner, issuer)
     now = clock.now()
 
@@ -100,18 +114,41 @@ def ls_cmd(
         listing = store.sessions.inventory(
             owner=scope, enforce_owner=enforce, match=match, limit=limit
         )
+        orphaned = 0 if cli.json else len(store.sessions.orphans())
     rows, total, more = listing.sessions, listing.total, listing.more
     cli.note(f"listed {len(rows)} of {total} sessions in one read")
 
     def human() -> Iterator[str]:
         if not rows:
             yield "No sessions match."
-            return
-        yield from render.session_rows(rows)
+        else:
+            yield from render.session_rows(rows)
         if more:
             yield f"(first {limit} shown; {total} stored; raise --limit to see more)"
+        if orphaned:
+            yield (
+                f"({orphaned} more id(s) hold events or audit rows but no snapshot: "
+                "`sqlstore ls --orphans` lists them)"
+            )
 
     cli.emit([m.to_json() for m in rows], human)
+
+
+def ls_orphans(cli: CliContext, limit: int) -> None:
+    """Print the orphans (``sessions.orphans()``), newest last write first, at most ``limit``."""
+    with cli.open_store(readonly=True) as store:
+        found = store.sessions.orphans()
+    shown = found[:limit] if limit else found
+
+    def human() -> Iterator[str]:
+        if not shown:
+            yield "No ids hold events or audit rows without a snapshot."
+            return
+        yield from render.orphan_rows(shown)
+        if len(shown) < len(found):
+            yield f"(first {limit} shown; {len(found)} in all; raise --limit to see more)"
+
+    cli.emit([o.to_json() for o in shown], human)
 
 
 @click.command(short_help="Show a session's summary and conversation.")
@@ -247,7 +284,8 @@ def audit(cli: CliContext, session_id: str, tools: tuple[str, ...], errors_only:
 def rm(cli: CliContext, session_ids: tuple[str, ...], yes: bool) -> None:
     """Delete sessions: snapshot, events and audit rows, each in one transaction.
 
-    Every id must exist, or nothing is deleted. On a terminal it asks first;
+    Every id must exist (a session, or an orphan listed by `ls --orphans`:
+    events or audit rows without a snapshot), or nothing is deleted. On a terminal it asks first;
     elsewhere (scripts, pipes) it refuses unless --yes is given.
 
     Example:
@@ -257,8 +295,10 @@ def rm(cli: CliContext, session_ids: tuple[str, ...], yes: bool) -> None:
     """
     ids = list(dict.fromkeys(session_ids))
     with cli.open_store() as store:
+        orphaned = {o.id for o in store.sessions.orphans()}
         for session_id in ids:
-            store.sessions.meta(session_id)  # SessionNotFound before anything is deleted
+            if session_id not in orphaned:
+                store.sessions.meta(session_id)  # SessionNotFound before anything is deleted
         if not yes:
             if not stdin_is_terminal():
                 raise Refused(

@@ -45,10 +45,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from retention.orphans import plan_orphans
 from retention.policy import Policy, Rule
 from sqlstore import clock
 from sqlstore.errors import InvalidSessionMetadata
-from sqlstore.inventory import SessionMeta
+from sqlstore.inventory import Orphan, SessionMeta
 from sqlstore.model import Kind, State, validate_kind
 from sqlstore.ports import Store
 
@@ -112,6 +113,9 @@ class Plan:
     give the same generation whatever order the rows came in. ``now`` is not
     part of it (it identifies the input, as in mecatl). ``protected`` counts
     the rows never selected, by reason (see :data:`PROTECTION_REASONS`).
+    ``orphans`` are the event logs and audit rows without a snapshot that the
+    policy prunes by their last write (:mod:`retention.orphans`); they are not
+    part of ``entries``, ``counts`` or ``generation``.
     """
 
     entries: list[PlanEntry]
@@ -121,6 +125,7 @@ class Plan:
     now: datetime
     scanned: int = 0
     protected: dict[str, int] = field(default_factory=dict)
+    orphans: list[Orphan] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Return the whole plan as JSON-compatible data."""
@@ -132,6 +137,7 @@ class Plan:
             "protected": {r: self.protected.get(r, 0) for r in PROTECTION_REASONS},
             "counts": self.counts.to_json(),
             "entries": [entry.to_json() for entry in self.entries],
+            "orphans": [orphan.to_json() for orphan in self.orphans],
         }
 
 
@@ -193,6 +199,7 @@ def plan_rows(
     protected: Collection[str] = (),
     *,
     leased: Collection[str] = (),
+    orphans: Iterable[Orphan] = (),
 ) -> Plan:
     """Return the plan of ``policy`` over ``rows`` at ``now`` (pure; see the module doc).
 
@@ -202,6 +209,7 @@ def plan_rows(
         now: the reference time of the age pass (aware UTC).
         protected: ids never to select (counted as ``protected``).
         leased: ids with a live lease (counted as ``leased``).
+        orphans: the store's orphans; those the policy prunes go to ``Plan.orphans``.
 
     Raises:
         ValueError: ``now`` is naive.
@@ -257,6 +265,7 @@ def plan_rows(
         now=now,
         scanned=scanned,
         protected=dict(skipped),
+        orphans=plan_orphans(orphans, policy, now, protected_ids, leased_ids),
     )
 
 
@@ -293,7 +302,8 @@ def plan(
     """Plan ``policy`` over ``store``'s whole inventory, streamed oldest first.
 
     Reads ``store.leases.held()`` (those ids are protected as ``leased``) and
-    then streams ``store.sessions.iter_meta()``; ``now`` defaults to the clock
+    then streams ``store.sessions.iter_meta()`` and reads ``store.sessions.orphans()``;
+    ``now`` defaults to the clock
     read at call time. Nothing is written.
 
     Rows written after planning started are left out: they are fresh by
@@ -308,4 +318,5 @@ def plan(
     at = started if now is None else now
     leased = store.leases.held()
     rows = (m for m in store.sessions.iter_meta() if m.modified_at <= started)
-    return plan_rows(rows, policy, at, protected, leased=leased)
+    orphans = [o for o in store.sessions.orphans() if o.modified_at <= started]
+    return plan_rows(rows, policy, at, protected, leased=leased, orphans=orphans)

@@ -89,6 +89,7 @@ from typing import TYPE_CHECKING, Any
 from retention.pacing import Pacing, deletion_store
 from retention.planner import Plan, PlanEntry
 from sqlstore.errors import StoreError
+from sqlstore.inventory import Orphan
 from sqlstore.ports import Store
 
 if TYPE_CHECKING:
@@ -108,7 +109,9 @@ class Report:
     ``deleted`` were removed; ``changed`` were written after planning and kept;
     ``leased`` got a lease after planning and were kept; ``failed`` raised a
     store error; ``interrupted`` is True when a stop request or repeated
-    failures ended the sweep before the last entry.
+    failures ended the sweep before the last entry. The plan's orphans count in
+    ``planned``, ``deleted``, ``changed``, ``leased`` and ``failed`` too;
+    ``orphans`` says how many of the deleted were orphans.
     """
 
     deleted: int = 0
@@ -121,6 +124,7 @@ class Report:
     planned: int = 0
     interrupted: bool = False
     errors: tuple[str, ...] = field(default_factory=tuple)
+    orphans: int = 0
 
     @property
     def skipped(self) -> int:
@@ -145,6 +149,7 @@ class Report:
             "bytes_after": self.bytes_after,
             "seconds": round(self.seconds, 3),
             "errors": list(self.errors),
+            "orphans": self.orphans,
         }
 
 
@@ -246,6 +251,37 @@ def _delete_one(store: Store, entry: PlanEntry, tally: _Tally) -> bool:
     except StoreError as exc:
         return not tally.fail(entry.meta.id, exc)
     return True
+
+
+def sweep_orphans(
+    store: Store,
+    orphans: list[Orphan],
+    tally: _Tally,
+    stop: threading.Event | None,
+    heartbeat: Callable[[], None] | None,
+) -> int:
+    """Delete the planned orphans still unchanged and unleased, one transaction each.
+
+    Runs after the plan's sessions (unless the sweep was interrupted); returns
+    how many it deleted, counting into ``tally`` as sessions do.
+    """
+    deleted = 0
+    for orphan in orphans:
+        if tally.interrupted or not _start_entry(tally, stop, heartbeat):
+            break
+        try:
+            if orphan.id in store.leases.held():
+                tally.leased += 1
+            elif store.sessions.delete_orphan_if_unchanged(orphan):
+                tally.deleted += 1
+                deleted += 1
+            else:
+                tally.changed += 1
+            tally.in_a_row = 0
+        except StoreError as exc:
+            if tally.fail(orphan.id, exc):
+                break
+    return deleted
 
 
 def _sweep_each(
@@ -399,6 +435,7 @@ def sweep(
         _sweep_paced(store, plan, tally, stop, heartbeat, paced)
     else:
         _sweep_each(store, plan, tally, stop, heartbeat)
+    orphans_deleted = sweep_orphans(store, plan.orphans, tally, stop, heartbeat)
     errors = tally.errors
     if tally.deleted:
         try:
@@ -418,7 +455,8 @@ def sweep(
         bytes_after=bytes_after,
         seconds=time.perf_counter() - started,
         leased=tally.leased,
-        planned=len(plan.entries),
+        planned=len(plan.entries) + len(plan.orphans),
         interrupted=tally.interrupted,
         errors=tuple(errors),
+        orphans=orphans_deleted,
     )

@@ -101,3 +101,27 @@ def select(
             return kept, True
         kept.append(meta)
     return kept, False
+
+
+@dataclass(frozen=True, slots=True)
+class Orphan:
+    """Writes under an id that has no snapshot: an event log, audit rows, or both.
+
+    They come from an append or audit record after the session was deleted, or
+    before its first save (a recorder event). ``modified_at`` is the time of the
+    last such write; ``records`` counts the log's records (gaps included) and
+    ``audit_rows`` the id's audit rows.
+    """
+
+    id: str
+    modified_at: datetime
+    records: int
+    audit_rows: int
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "modified_at": clock.format_rfc3339(self.modified_at),
+            "records": self.records,
+            "audit_rows": self.audit_rows,
+        }

@@ -29,7 +29,7 @@ from sqlstore.errors import (
 )
 from sqlstore.events import Event, LogRecord, check_record_size, encode_event
 from sqlstore.fold import load_or_fold
-from sqlstore.inventory import Lease, Listing, Page, SessionMeta, StoredSession, select
+from sqlstore.inventory import Lease, Listing, Orphan, Page, SessionMeta, StoredSession, select
 from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.ports import Closeable, owner_matches
@@ -82,6 +82,7 @@ class _State:
         self.audit_order = itertools.count(1)
         self.leases: dict[str, tuple[str, int, int]] = {}
         self.lease_tokens: dict[str, int] = {}
+        self.orphans: dict[str, int] = {}  # id without a snapshot -> last write (ns)
 
     def check_open(self) -> None:
         if self.closed:
@@ -90,7 +91,9 @@ class _State:
     def touch(self, session_id: str, now_ns: int) -> None:
         """Record a write to the session: bump modified_at and version if it has a snapshot."""
         stored = self.sessions.get(session_id)
-        if stored is not None:
+        if stored is None:
+            self.orphans[session_id] = max(now_ns, self.orphans.get(session_id, now_ns))
+        else:
             meta = stored.meta
             stored.meta = SessionMeta(
                 meta.id,
@@ -129,6 +132,7 @@ class MemorySessions:
                 raise SessionAlreadyExists(session.id)
             version = 1 if old is None else old.meta.version + 1
             self._s.sessions[session.id] = _Stored(blob, meta_for(session, blob, now_ns, version))
+            self._s.orphans.pop(session.id, None)
             self._s.inventory_generation += 1
 
     def save(self, session: Session) -> None:
@@ -251,6 +255,7 @@ class MemorySessions:
 
     def _drop(self, session_id: str) -> None:
         existed = self._s.sessions.pop(session_id, None) is not None
+        self._s.orphans.pop(session_id, None)
         self._s.audit.pop(session_id, None)
         if self._s.logs.pop(session_id, None) is not None:
             self._s.notify()
@@ -264,6 +269,36 @@ class MemorySessions:
             self._s.check_open()
             stored = self._s.sessions.get(expected.id)
             if stored is None or not rows_match(stored.meta, expected):
+                return False
+            lease = self._s.leases.get(expected.id)
+            if lease is not None and lease[2] > clock.now_ns():
+                return False
+            self._drop(expected.id)
+            return True
+
+    def orphans(self) -> builtins.list[Orphan]:
+        """Return the ids holding an event log or audit rows but no snapshot, newest first."""
+        with self._s.lock:
+            self._s.check_open()
+            found = [
+                Orphan(
+                    sid,
+                    clock.from_ns(mtime),
+                    len(self._s.logs[sid].records) if sid in self._s.logs else 0,
+                    len(self._s.audit.get(sid, ())),
+                )
+                for sid, mtime in self._s.orphans.items()
+            ]
+        found.sort(key=lambda o: (-clock.to_ns(o.modified_at), o.id.encode("utf-8")))
+        return found
+
+    def delete_orphan_if_unchanged(self, expected: Orphan) -> bool:
+        """Delete an orphan's log and audit rows if nothing wrote to the id since."""
+        validate_session_id(expected.id)
+        with self._s.lock:
+            self._s.check_open()
+            mtime = self._s.orphans.get(expected.id)
+            if mtime is None or clock.from_ns(mtime) != expected.modified_at:
                 return False
             lease = self._s.leases.get(expected.id)
             if lease is not None and lease[2] > clock.now_ns():

@@ -16,7 +16,7 @@ from typing import Protocol, Self, runtime_checkable
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.events import Event, LogRecord
-from sqlstore.inventory import Lease, Listing, Page, SessionMeta, StoredSession
+from sqlstore.inventory import Lease, Listing, Orphan, Page, SessionMeta, StoredSession
 from sqlstore.model import Principal
 from sqlstore.session import Session
 
@@ -68,6 +68,12 @@ class SessionStore(Protocol):
 
     def delete_if_unchanged(self, expected: SessionMeta) -> bool:
         """Delete only if the row still equals ``expected`` and no lease is live; report it."""
+
+    def orphans(self) -> builtins.list[Orphan]:
+        """Return the ids with an event log or audit rows but no snapshot, newest write first."""
+
+    def delete_orphan_if_unchanged(self, expected: Orphan) -> bool:
+        """Delete an orphan's log and audit rows if it is unchanged and not leased; report it."""
 
     def load_or_fold(self, session_id: str, seed: object) -> Session:
         """Return the snapshot, or rebuild the session from its event log with ``seed``."""

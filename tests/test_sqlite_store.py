@@ -16,7 +16,7 @@ import apsw
 import pytest
 
 import sqlstore
-from sqlstore import Event, Kind, Principal, Session, SQLiteStore
+from sqlstore import Event, Kind, Principal, Session, SQLiteStore, ToolCallRecord
 from sqlstore.errors import (
     ForeignDatabase,
     InvalidEvent,
@@ -326,6 +326,8 @@ def _as_schema_1(path: Path) -> None:
     conn.execute(
         "BEGIN IMMEDIATE; DROP INDEX sessions_by_owner; "
         "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id); "
+        # Tables of schema version 3 (orphan writes, issue 20 item 7).
+        "DROP TABLE orphans; "
         "PRAGMA user_version = 1; COMMIT"
     )
     conn.close()
@@ -370,6 +372,22 @@ def test_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     conn.close()
+
+
+def test_schema_2_file_upgrade_lists_its_orphan_logs(tmp_path: Path) -> None:
+    """A version-2 file holding logs and audit rows without a snapshot lists them after upgrade."""
+    path = tmp_path / "v2.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("kept"))
+        store.events.append_event("kept", Event("e"))
+        store.events.append_event("late", Event("e"))
+        store.audit.record(ToolCallRecord(session_id="audited", call_id="c", tool="T"))
+    conn = apsw.Connection(str(path))
+    conn.execute("BEGIN IMMEDIATE; DROP TABLE orphans; PRAGMA user_version = 2; COMMIT")
+    conn.close()
+    with SQLiteStore(path) as store:
+        found = {(o.id, o.records, o.audit_rows) for o in store.sessions.orphans()}
+    assert found == {("late", 1, 0), ("audited", 0, 1)}
 
 
 def test_schema_1_file_opened_readonly_is_refused_unchanged(tmp_path: Path) -> None:

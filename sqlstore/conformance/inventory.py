@@ -18,6 +18,7 @@ from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
 from sqlstore.conformance.base import SuiteBase
 from sqlstore.conformance.fixtures import ALICE, BOB, kind_session
+from sqlstore.conformance.orphans import OrphanChecks
 from sqlstore.errors import MetadataCursorRestart, SessionNotFound
 from sqlstore.events import Event
 from sqlstore.model import Kind, Principal
@@ -272,7 +273,7 @@ class PagerSuite(SuiteBase):
         assert ([m.id for m in exact.sessions], exact.more) == (["a", "b", "foreign"], False)
 
 
-class ConditionalPruneSuite(SuiteBase):
+class ConditionalPruneSuite(OrphanChecks, SuiteBase):
     """``delete_if_unchanged`` deletes only a session whose row still matches."""
 
     __test__ = False

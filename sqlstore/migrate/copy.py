@@ -14,8 +14,11 @@ is unchanged (``already_imported``), copies new ones, and — with
 ``overwrite=True`` — re-copies those that changed. A session written while it
 is being copied is skipped as ``changed`` and picked up by the next run.
 
-Only sessions with a snapshot are copied: an event log or audit trail under an
-id that has no snapshot is not part of the inventory and is left behind.
+Only sessions with a snapshot are copied. An orphan — an event log or audit
+trail under an id that has no snapshot (``sessions.orphans()``) — has no kind,
+state or owner to give the destination, so it is left behind and counted as
+skipped ``orphan`` (``sqlstore ls --orphans`` lists them, ``sqlstore rm``
+removes them); the exit status is not affected.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ COPY_BATCH_SESSIONS = 25
 """Sessions read and written per batch by default."""
 
 COPY_BATCH_SESSIONS_MAX = 1_000
+SKIP_ORPHAN = "orphan"
+"""Skip reason of an orphan (events or audit rows without a snapshot): not copied."""
+
 COPY_FORMAT = "store"
 """The ``format`` recorded on the destination's job row."""
 
@@ -191,6 +197,9 @@ def copy_store(
             if len(pending) >= batch:
                 flush()
         flush()
+        orphans = len(src.sessions.orphans())
+        if orphans:
+            report.skipped[SKIP_ORPHAN] += orphans
     finally:
         target.finish_job(job_id, "done" if report.ok else "failed", clock.now_ns())
     report.seconds = time.monotonic() - started

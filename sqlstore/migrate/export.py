@@ -64,6 +64,7 @@ class ExportReport:
     audit_rows: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    orphans: int = 0  # with every session: orphans (events/audit, no snapshot) not exported
 
     @property
     def ok(self) -> bool:
@@ -81,6 +82,7 @@ class ExportReport:
             "audit_rows": self.audit_rows,
             "bytes": self.bytes,
             "seconds": round(self.seconds, 6),
+            "orphans": self.orphans,
         }
 
 
@@ -156,6 +158,8 @@ def _export_each(
 ) -> None:
     if session_ids is None:
         session_ids = sorted(s.id for s in store.sessions.list())
+        # Both formats are files per session: an orphan (no snapshot) has none to write.
+        report.orphans = len(store.sessions.orphans())
     ids = list(session_ids)
     for session_id in ids:
         try:

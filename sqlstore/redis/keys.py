@@ -17,6 +17,7 @@ key                     type    content
 ``audit:<id>``          LIST    ``<seq> <record JSON>`` per tool call
 ``audit-ids``           SET     ids that have audit records
 ``audit-seq``           STRING  counter: global record order of audit rows
+``orphans``             HASH    id without a snapshot → last write (ns) of its log/audit
 ``index:page``          ZSET    all sessions, member ``page_member`` (scores 0)
 ``index:owner:<hash>``  ZSET    one owner's sessions, same members
 ``index:age``           ZSET    all sessions, member ``age_member`` (scores 0)
@@ -98,6 +99,10 @@ class Keys:
     @property
     def retention_run_seq(self) -> str:
         return f"{self.prefix}retention-run-seq"
+
+    @property
+    def orphans(self) -> str:
+        return f"{self.prefix}orphans"
 
     @property
     def audit_ids(self) -> str:

@@ -23,7 +23,11 @@ from __future__ import annotations
 # new modified time and the index members that encode it. Generation unchanged.
 _TOUCH = """
 local function touch(skey, mtime, pprefix, aprefix, hexid, prefix, seq_key, page_key, age_key)
-  if redis.call('EXISTS', skey) == 0 then return end
+  if redis.call('EXISTS', skey) == 0 then
+    -- an id without a snapshot: an orphan, last written now
+    redis.call('HSET', prefix .. 'orphans', string.sub(skey, #prefix + 9), mtime)
+    return
+  end
   local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')
   local version = redis.call('INCR', seq_key)
   local pm = pprefix .. hexid
@@ -62,6 +66,7 @@ redis.call('HSET', skey, 'blob', ARGV[2], 'mtime_ns', ARGV[3], 'version', versio
 redis.call('ZADD', KEYS[2], 0, pm)
 redis.call('ZADD', KEYS[3], 0, am)
 if ARGV[6] ~= '' then redis.call('ZADD', ARGV[10] .. 'index:' .. ARGV[6], 0, pm) end
+redis.call('HDEL', ARGV[10] .. 'orphans', string.sub(skey, #ARGV[10] + 9))
 redis.call('INCR', KEYS[5])
 return version
 """
@@ -70,20 +75,27 @@ DELETE = """#!lua flags=allow-oom
 -- Deleting frees memory, so it may run when Redis is at maxmemory (retention can still prune).
 -- KEYS: session, events, events-gen, audit, index:page, index:age, inventory-gen, audit-ids,
 --       lease
--- ARGV: prefix, session_id, conditional ('1'/'0'), version, mtime_us, cmp, now20
--- Returns 1 when it deleted (or, unconditionally, always), 0 when the row did not match
--- or (conditional) a live lease protects the session.
+-- ARGV: prefix, session_id, conditional ('1' row / '2' orphan / '0'), version (row) or
+--       last write in us (orphan), mtime_us, cmp, now20
+-- Returns 1 when it deleted (or, unconditionally, always), 0 when the row (or the orphan's
+-- last write) did not match or (conditional) a live lease protects the session.
 local h = redis.call('HMGET', KEYS[1], 'idx_page', 'idx_age', 'owner_scope', 'version',
   'mtime_ns', 'cmp')
 if ARGV[3] == '1' then
   if not h[4] or h[4] ~= ARGV[4] or string.sub(h[5], 1, -4) ~= ARGV[5] or h[6] ~= ARGV[6] then
     return 0
   end
+elseif ARGV[3] == '2' then
+  local last = redis.call('HGET', ARGV[1] .. 'orphans', ARGV[2])
+  if h[4] or not last or string.sub(last, 1, -4) ~= ARGV[4] then return 0 end
+end
+if ARGV[3] ~= '0' then
   local lease = redis.call('HMGET', KEYS[9], 'owner', 'expires')
   if lease[1] and lease[1] ~= '' and lease[2] and lease[2] > ARGV[7] then return 0 end
 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 redis.call('SREM', KEYS[8], ARGV[2])
+redis.call('HDEL', ARGV[1] .. 'orphans', ARGV[2])
 if h[1] then
   redis.call('ZREM', KEYS[5], h[1])
   if h[3] and h[3] ~= '' then redis.call('ZREM', ARGV[1] .. 'index:' .. h[3], h[1]) end

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
 from sqlstore.fold import load_or_fold
-from sqlstore.inventory import Listing, Page, SessionMeta, StoredSession, select
+from sqlstore.inventory import Listing, Orphan, Page, SessionMeta, StoredSession, select
 from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.redis import keys
@@ -253,9 +253,50 @@ class RedisSessions:
         validate_session_id(expected.id)
         return self._delete(expected.id, expected)
 
-    def _delete(self, session_id: str, expected: SessionMeta | None) -> bool:
+    def orphans(self) -> builtins.list[Orphan]:
+        """Return the ids holding an event log or audit rows but no snapshot, newest first.
+
+        The ``orphans`` hash (id → last write) is kept by the append, audit, save
+        and delete scripts; the counts are read after it, in one pipeline.
+        """
         k = self._c.keys
-        if expected is None:
+        with self._c.guard():
+            found = self._c.client.hgetall(k.orphans)
+            ids = sorted(sid.decode() for sid in found)
+            pipe = self._c.client.pipeline(transaction=False)
+            for sid in ids:
+                pipe.xlen(k.events(sid))
+                pipe.llen(k.audit(sid))
+            counts = pipe.execute()
+        out = [
+            Orphan(sid, clock.from_ns(int(found[sid.encode()])), counts[2 * i], counts[2 * i + 1])
+            for i, sid in enumerate(ids)
+        ]
+        out.sort(key=lambda o: (-clock.to_ns(o.modified_at), o.id.encode("utf-8")))
+        return out
+
+    def delete_orphan_if_unchanged(self, expected: Orphan) -> bool:
+        """Delete an orphan's log and audit rows if nothing wrote to the id since (one script)."""
+        validate_session_id(expected.id)
+        condition = [
+            "2",
+            str(clock.to_ns(expected.modified_at) // 1_000),
+            "",
+            "",
+            keys.ns20(clock.now_ns()),
+        ]
+        return self._delete(expected.id, None, condition)
+
+    def _delete(
+        self,
+        session_id: str,
+        expected: SessionMeta | None,
+        orphan: builtins.list[str] | None = None,
+    ) -> bool:
+        k = self._c.keys
+        if orphan is not None:
+            condition = orphan
+        elif expected is None:
             condition = ["0", "", "", "", ""]
         else:
             condition = [

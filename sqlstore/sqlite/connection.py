@@ -32,7 +32,7 @@ from sqlstore.sqlite.translate import translated
 Durability = Literal["full", "normal"]
 
 APPLICATION_ID = 0x53514C53  # "SQLS"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 PAGE_SIZE = 2048
 """Page size of new files; existing files keep theirs (changing it needs a VACUUM).
@@ -287,6 +287,17 @@ _UPGRADES: dict[int, str] = {
     1: "DROP INDEX sessions_by_owner; "
     "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id) "
     "WHERE owner_key IS NOT NULL;",
+    # 2 → 3: every second-stage addition, one block per feature (see schema.sql).
+    2: (
+        # Orphan writes (issue 20 item 7): the table, filled with the ids that already
+        # hold a log or audit rows without a snapshot, at their last write.
+        "CREATE TABLE orphans (session_id TEXT PRIMARY KEY NOT NULL, "
+        "modified_at_ns INTEGER NOT NULL); "
+        "INSERT INTO orphans (session_id, modified_at_ns) "
+        "SELECT id, max(at) FROM (SELECT session_id AS id, modified_at_ns AS at FROM event_logs "
+        "UNION ALL SELECT session_id, at_ns FROM tool_calls) "
+        "WHERE id NOT IN (SELECT id FROM sessions) GROUP BY id;"
+    ),
 }
 """Version ladder: ``_UPGRADES[n]`` is the SQL that takes schema n to n + 1."""
 

@@ -92,6 +92,7 @@ def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_
             version,
         ),
     )
+    conn.execute("DELETE FROM orphans WHERE session_id = ?", (session.id,))
     bump_inventory_generation(conn)
     return version
 
@@ -102,11 +103,21 @@ def session_exists(conn: apsw.Connection, session_id: str) -> bool:
 
 
 def touch_session(conn: apsw.Connection, session_id: str, now_ns: int) -> None:
-    """Record a write to a session (event or audit): new modified_at, version + 1."""
+    """Record a write to a session (event or audit): new modified_at, version + 1.
+
+    An id without a snapshot is an orphan: its ``orphans`` row records the write.
+    """
     conn.execute(
         "UPDATE sessions SET modified_at_ns = ?, version = version + 1 WHERE id = ?",
         (now_ns, session_id),
     )
+    if conn.changes() == 0:
+        conn.execute(
+            "INSERT INTO orphans (session_id, modified_at_ns) VALUES (?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET "
+            "modified_at_ns = max(modified_at_ns, excluded.modified_at_ns)",
+            (session_id, now_ns),
+        )
 
 
 def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
@@ -115,6 +126,7 @@ def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM snapshots WHERE id = ?", (session_id,))
+    conn.execute("DELETE FROM orphans WHERE session_id = ?", (session_id,))
     gone = conn.execute(
         "DELETE FROM sessions WHERE id = ? RETURNING version", (session_id,)
     ).fetchone()

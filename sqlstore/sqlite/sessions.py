@@ -13,13 +13,13 @@ import apsw
 from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
 from sqlstore.fold import load_or_fold
-from sqlstore.inventory import Listing, Page, SessionMeta, StoredSession, select
+from sqlstore.inventory import Listing, Orphan, Page, SessionMeta, StoredSession, select
 from sqlstore.jsonl import canonical_json
 from sqlstore.memory import rows_match
 from sqlstore.model import Principal, Relationship, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.session import Session
-from sqlstore.sqlite import rows
+from sqlstore.sqlite import orphans, rows
 from sqlstore.sqlite.database import Database
 
 if TYPE_CHECKING:
@@ -237,6 +237,26 @@ class SQLiteSessions:
         """Remove snapshot, events and audit rows in one transaction; idempotent."""
         validate_session_id(session_id)
         self._db.write(lambda conn: rows.delete_session_rows(conn, session_id))
+
+    def orphans(self) -> builtins.list[Orphan]:
+        """Return the ids holding an event log or audit rows but no snapshot, newest first."""
+        return self._db.read(orphans.list_orphans)
+
+    def delete_orphan_if_unchanged(self, expected: Orphan) -> bool:
+        """Delete an orphan's log and audit rows if nothing wrote to the id since (one txn).
+
+        Returns False, changing nothing, when the id got a snapshot, was written
+        after ``expected`` was read, is gone, or has a live lease.
+        """
+        validate_session_id(expected.id)
+
+        def op(conn: apsw.Connection) -> bool:
+            if not orphans.orphan_unchanged(conn, expected, clock.now_ns()):
+                return False
+            rows.delete_session_rows(conn, expected.id)
+            return True
+
+        return self._db.write(op)
 
     def delete_if_unchanged(self, expected: SessionMeta) -> bool:
         """Delete the session only if its row still matches ``expected`` (one transaction).

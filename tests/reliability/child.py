@@ -18,6 +18,7 @@ Roles:
     vacuumer DB                         VACUUM / incremental_vacuum in a loop until killed
     leaser DB NAME TTL_S                take a lease, print it, wait to be killed
     toucher TARGET SESSIONS             save and append to random sessions t0..tN-1 until killed
+    orphaner DB ID N AT                 append N events and 1 audit row to ID, clock frozen at AT
 """
 
 from __future__ import annotations
@@ -341,6 +342,17 @@ def toucher(target: str, sessions: str) -> None:
             emit("T", n)
 
 
+def orphaner(db: str, session_id: str, count: str, at: str) -> None:
+    """Append ``count`` events and one audit row to ``session_id`` with the clock at ``at``."""
+    from freezegun import freeze_time
+
+    with freeze_time(at), SQLiteStore(db) as store:
+        for n in range(int(count)):
+            store.events.append_event(session_id, Event("late", text=str(n)))
+        store.audit.record(ToolCallRecord(session_id=session_id, call_id="c", tool="Bash"))
+    emit("DONE")
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -421,6 +433,7 @@ ROLES: dict[str, Callable[..., None]] = {
     "leaser": leaser,
     "probe": probe,
     "toucher": toucher,
+    "orphaner": orphaner,
 }
 
 if __name__ == "__main__":

@@ -183,6 +183,10 @@ class StoreComparison(RuleBasedStateMachine):
 
         self.same(fn)
 
+    @rule()
+    def orphans(self) -> None:
+        self.same(lambda s, _: [(o.id, o.records, o.audit_rows) for o in s.sessions.orphans()])
+
     # -- event logs ------------------------------------------------------------------
 
     @rule(sid=IDS, kind=st.sampled_from(["message", "tool_call", "result"]), text=TEXTS)
