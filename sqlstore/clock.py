@@ -27,6 +27,14 @@ def now_ns() -> int:
     return time.time_ns()
 
 
+def ttl_ns(ttl: timedelta) -> int:
+    """Return a positive TTL in nanoseconds, or raise ``ValueError``."""
+    ns = int(ttl.total_seconds() * 1_000_000_000)
+    if ns <= 0:
+        raise ValueError("lease ttl must be positive")
+    return ns
+
+
 def to_ns(moment: datetime) -> int:
     """Convert an aware datetime to integer nanoseconds since the epoch (exact to 1 µs)."""
     if moment.tzinfo is None:
