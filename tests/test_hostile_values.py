@@ -16,9 +16,8 @@ from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 from cli.main import cli
 from retention import PolicyError, parse_duration
 from sqlstore import Event, MemoryStore, Session, SQLiteStore
-from sqlstore.clock import parse_rfc3339
+from sqlstore.clock import MAX_LEASE_TTL, parse_rfc3339
 from sqlstore.errors import InvalidEvent, SnapshotError
-from sqlstore.memory import MAX_LEASE_TTL
 from sqlstore.ports import Store
 
 
