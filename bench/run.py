@@ -35,6 +35,7 @@ SCRIPTS = (
     "follow_latency",
     "snapshot_save",
     "prune",
+    "checkpoint_stall",
     "migrate",
     "peers",
     "redis_store",

@@ -26,6 +26,7 @@ SCRIPTS = [
     "follow_latency",
     "snapshot_save",
     "prune",
+    "checkpoint_stall",
     "migrate",
     "peers",
     "redis_store",

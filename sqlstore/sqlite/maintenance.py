@@ -25,7 +25,7 @@ import apsw
 
 from sqlstore import clock
 from sqlstore.errors import StoreCorrupt, StoreError
-from sqlstore.sqlite.connection import prepare_path
+from sqlstore.sqlite.connection import BusyWait, prepare_path
 from sqlstore.sqlite.integrity import CheckReport, check, file_sizes, scalar
 from sqlstore.sqlite.translate import translated
 
@@ -183,6 +183,53 @@ def checkpoint(store: SQLiteStore) -> tuple[int, int]:
     return (0, 0) if row is None else (int(row[1]), int(row[2]))
 
 
+TRUNCATE_WAIT_S = 0.02
+"""Longest a TRUNCATE checkpoint may wait (for the write lock, then for readers)."""
+
+
+class _ShortWait:
+    """A busy handler that gives up after ``TRUNCATE_WAIT_S`` (1 ms sleeps)."""
+
+    __slots__ = ("_started",)
+
+    def __init__(self) -> None:
+        self._started = 0.0
+
+    def __call__(self, prior_calls: int) -> bool:
+        now = time.monotonic()
+        if prior_calls == 0:
+            self._started = now
+        elif now - self._started >= TRUNCATE_WAIT_S:
+            return False
+        time.sleep(0.001)
+        return True
+
+
+def truncate_wal(conn: apsw.Connection, busy_timeout_ms: int) -> bool:
+    """Empty the WAL with a TRUNCATE checkpoint that cannot make writers wait; True if done.
+
+    A TRUNCATE (like RESTART and FULL) checkpoint takes the write lock and then
+    waits, *holding it*, until every reader has reached the newest snapshot
+    (https://sqlite.org/c3ref/wal_checkpoint_v2.html): with one reader keeping
+    an old read transaction open (a long listing, a backup, a viewer) every
+    writer of every process waited for the checkpoint's whole busy timeout and
+    got ``StoreBusy``. So this checkpoint runs with a busy handler that gives up
+    after ``TRUNCATE_WAIT_S`` (20 ms): writers wait at most that long, and when
+    a reader is in the way the WAL is simply left for later — its frames are
+    already in the file after the PASSIVE pass the callers run first, and the
+    first write after the reader ends starts the WAL over from its beginning.
+    ``conn``'s usual busy handler (``busy_timeout_ms``) is restored afterwards.
+    """
+    conn.set_busy_handler(_ShortWait())
+    try:
+        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except apsw.BusyError:
+        return False
+    finally:
+        conn.set_busy_handler(BusyWait(busy_timeout_ms))
+    return row is not None and int(row[0]) == 0
+
+
 def vacuum(
     store: SQLiteStore,
     *,
@@ -200,7 +247,9 @@ def vacuum(
     (``step_pages`` per step; ``between_steps``, when given, is called after each
     step but the last with the seconds it took, so a caller can pause). Pages that
     are only partly empty are not returned by ``incremental``: after deleting
-    sessions spread over the whole file, a full ``VACUUM`` reclaims more.
+    sessions spread over the whole file, a full ``VACUUM`` reclaims more. The
+    closing checkpoint never makes writers wait for readers (:func:`truncate_wal`):
+    while a reader holds an old snapshot, the WAL stays on disk until later.
 
     Raises:
         StoreBusy: another process held the write lock for longer than the busy timeout.
@@ -225,7 +274,7 @@ def vacuum(
         # size the user sees is the size on disk. TRUNCATE holds the write lock
         # while it copies, so a PASSIVE pass (which blocks no one) copies first.
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        truncate_wal(conn, store.db.busy_timeout_ms)
     after, wal_after = file_sizes(store.path)
     return VacuumReport(
         path=store.path,

@@ -19,6 +19,8 @@ Roles:
     leaser DB NAME TTL_S                take a lease, print it, wait to be killed
     toucher TARGET SESSIONS             save and append to random sessions t0..tN-1 until killed
     orphaner DB ID N AT                 append N events and 1 audit row to ID, clock frozen at AT
+    holdread DB                         hold a read transaction open until stdin says go
+    steady DB BUSY_MS                   append until stdin closes; print every StoreBusy, the worst
 """
 
 from __future__ import annotations
@@ -353,6 +355,39 @@ def orphaner(db: str, session_id: str, count: str, at: str) -> None:
     emit("DONE")
 
 
+def holdread(db: str) -> None:
+    """Open a read transaction on a raw connection and keep it until a line arrives on stdin."""
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    conn.execute("BEGIN")
+    count = conn.execute("SELECT count(*) FROM events").fetchone()
+    emit("READING", count[0] if count else 0)
+    sys.stdin.readline()
+    conn.execute("COMMIT")
+    conn.close()
+    emit("RELEASED")
+
+
+def steady(db: str, busy_ms: str) -> None:
+    """Append to one session until stdin closes; print each StoreBusy, then the worst latency."""
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    worst = 0.0
+    n = 0
+    with SQLiteStore(db, busy_timeout_ms=int(busy_ms)) as store:
+        emit("READY")
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                store.events.append_event("steady", Event("tick", text=str(n)))
+            except StoreError as exc:
+                emit("BUSY", type(exc).__name__, str(exc).replace("\n", " "))
+            worst = max(worst, time.monotonic() - started)
+            n += 1
+            if n == 50:
+                emit("FLOWING")
+    emit("DONE", n, f"{worst:.6f}")
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -434,6 +469,8 @@ ROLES: dict[str, Callable[..., None]] = {
     "probe": probe,
     "toucher": toucher,
     "orphaner": orphaner,
+    "holdread": holdread,
+    "steady": steady,
 }
 
 if __name__ == "__main__":
