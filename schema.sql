@@ -138,3 +138,13 @@ CREATE TABLE orphans (
     session_id     TEXT PRIMARY KEY NOT NULL,
     modified_at_ns INTEGER NOT NULL
 );
+
+-- Deletions in bounded steps (issue 20 item 16, schema version 3): a session whose
+-- snapshot, inventory row and log head are already gone (so no reader sees it) while its
+-- event and audit rows are deleted a bounded number per transaction. A row here hides
+-- the id's remaining audit rows from readers; any write that would create data under the
+-- id finishes the deletion first, and opening the store finishes one a crash interrupted.
+CREATE TABLE deletions (
+    session_id    TEXT PRIMARY KEY NOT NULL,
+    started_at_ns INTEGER NOT NULL
+);

@@ -326,8 +326,8 @@ def _as_schema_1(path: Path) -> None:
     conn.execute(
         "BEGIN IMMEDIATE; DROP INDEX sessions_by_owner; "
         "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id); "
-        # Tables of schema version 3 (orphan writes, issue 20 item 7).
-        "DROP TABLE orphans; "
+        # Tables of schema version 3 (orphan writes and deletions, issue 20 items 7, 16).
+        "DROP TABLE orphans; DROP TABLE deletions; "
         "PRAGMA user_version = 1; COMMIT"
     )
     conn.close()
@@ -383,7 +383,9 @@ def test_schema_2_file_upgrade_lists_its_orphan_logs(tmp_path: Path) -> None:
         store.events.append_event("late", Event("e"))
         store.audit.record(ToolCallRecord(session_id="audited", call_id="c", tool="T"))
     conn = apsw.Connection(str(path))
-    conn.execute("BEGIN IMMEDIATE; DROP TABLE orphans; PRAGMA user_version = 2; COMMIT")
+    conn.execute(
+        "BEGIN IMMEDIATE; DROP TABLE orphans; DROP TABLE deletions; PRAGMA user_version = 2; COMMIT"
+    )
     conn.close()
     with SQLiteStore(path) as store:
         found = {(o.id, o.records, o.audit_rows) for o in store.sessions.orphans()}

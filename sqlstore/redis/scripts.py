@@ -93,7 +93,8 @@ if ARGV[3] ~= '0' then
   local lease = redis.call('HMGET', KEYS[9], 'owner', 'expires')
   if lease[1] and lease[1] ~= '' and lease[2] and lease[2] > ARGV[7] then return 0 end
 end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+-- UNLINK: a long stream or audit list is freed by a background thread, not in this script
+redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
 redis.call('SREM', KEYS[8], ARGV[2])
 redis.call('HDEL', ARGV[1] .. 'orphans', ARGV[2])
 if h[1] then

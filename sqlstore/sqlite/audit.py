@@ -46,7 +46,9 @@ class SQLiteAudit:
             return [
                 rows.audit_from_row(r)
                 for r in conn.execute(
-                    f"SELECT {rows.AUDIT_COLUMNS} FROM tool_calls WHERE session_id = ? "
+                    f"SELECT {rows.AUDIT_COLUMNS} FROM tool_calls WHERE session_id = ?1 "
+                    # rows of a session being deleted in steps are already gone to readers
+                    "AND NOT EXISTS (SELECT 1 FROM deletions WHERE session_id = ?1) "
                     "ORDER BY seq",
                     (session_id,),
                 )
@@ -61,7 +63,7 @@ class SQLiteAudit:
         limit: int | None = None,
     ) -> builtins.list[ToolCallRecord]:
         """Return records across sessions matching every given filter, in record order."""
-        conditions: list[str] = []
+        conditions: list[str] = ["session_id NOT IN (SELECT session_id FROM deletions)"]
         params: list[object] = []
         if tool is not None:
             conditions.append("tool = ?")

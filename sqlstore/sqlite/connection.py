@@ -296,7 +296,10 @@ _UPGRADES: dict[int, str] = {
         "INSERT INTO orphans (session_id, modified_at_ns) "
         "SELECT id, max(at) FROM (SELECT session_id AS id, modified_at_ns AS at FROM event_logs "
         "UNION ALL SELECT session_id, at_ns FROM tool_calls) "
-        "WHERE id NOT IN (SELECT id FROM sessions) GROUP BY id;"
+        "WHERE id NOT IN (SELECT id FROM sessions) GROUP BY id; "
+        # Deletions in bounded steps (issue 20 item 16).
+        "CREATE TABLE deletions (session_id TEXT PRIMARY KEY NOT NULL, "
+        "started_at_ns INTEGER NOT NULL);"
     ),
 }
 """Version ladder: ``_UPGRADES[n]`` is the SQL that takes schema n to n + 1."""

@@ -57,8 +57,21 @@ def inventory_generation(conn: apsw.Connection) -> int:
     return int(row[0])
 
 
+def finish_pending_deletion(conn: apsw.Connection, session_id: str) -> None:
+    """Finish a deletion of ``session_id`` still in progress before writing under the id.
+
+    See :mod:`sqlstore.sqlite.deletion`: old rows of a session being deleted in
+    steps must be gone before a new snapshot, log or audit row appears under its id.
+    """
+    if conn.execute("SELECT 1 FROM deletions WHERE session_id = ?", (session_id,)).fetchone():
+        from sqlstore.sqlite import deletion  # imports this module
+
+        deletion.finish_in(conn, session_id)
+
+
 def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_at_ns: int) -> int:
     """Insert or replace a snapshot row; return its new version."""
+    finish_pending_deletion(conn, session.id)
     version = next_snapshot_version(conn, session.id)
     owner = session.owner
     conn.execute(
@@ -172,6 +185,7 @@ def append_record(
         (now_ns, session_id),
     ).fetchone()
     if row is None:
+        finish_pending_deletion(conn, session_id)
         generation, pos = new_generation(), 1
         conn.execute(
             "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
@@ -203,6 +217,7 @@ def insert_log(
     """
     if not records:
         return
+    finish_pending_deletion(conn, session_id)
     conn.execute(
         "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
         "VALUES (?, ?, ?, ?)",
@@ -242,11 +257,14 @@ def _audit_row(rec: ToolCallRecord, at_ns: int) -> tuple[object, ...]:
 
 def insert_audit(conn: apsw.Connection, rec: ToolCallRecord, at_ns: int) -> None:
     """Insert one audit row."""
+    finish_pending_deletion(conn, rec.session_id)
     conn.execute(_INSERT_AUDIT, _audit_row(rec, at_ns))
 
 
 def insert_audits(conn: apsw.Connection, records: list[tuple[ToolCallRecord, int]]) -> None:
     """Insert audit rows in order, each ``(record, at_ns)`` as :func:`insert_audit` does."""
+    for session_id in {rec.session_id for rec, _ in records}:
+        finish_pending_deletion(conn, session_id)
     conn.executemany(_INSERT_AUDIT, [_audit_row(rec, at_ns) for rec, at_ns in records])
 
 

@@ -26,7 +26,7 @@ from sqlstore.jsonl import canonical_json
 from sqlstore.model import Principal, Relationship, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.session import Session
-from sqlstore.sqlite import orphans, rows
+from sqlstore.sqlite import deletion, orphans, rows
 from sqlstore.sqlite.database import Database
 
 if TYPE_CHECKING:
@@ -241,9 +241,26 @@ class SQLiteSessions:
         return self._db.read(read)
 
     def delete(self, session_id: str) -> None:
-        """Remove snapshot, events and audit rows in one transaction; idempotent."""
+        """Remove snapshot, events and audit rows; idempotent.
+
+        One transaction removes the session for every reader; a session with more
+        than ``deletion.DELETE_STEP_ROWS`` event and audit rows then has its
+        unreachable rows deleted in further bounded transactions before this
+        returns (:mod:`sqlstore.sqlite.deletion`).
+        """
         validate_session_id(session_id)
-        self._db.write(lambda conn: rows.delete_session_rows(conn, session_id))
+        if self._db.write(lambda conn: deletion.start(conn, session_id, clock.now_ns())):
+            self._finish([session_id])
+
+    def _finish(self, session_ids: builtins.list[str]) -> None:
+        """Run the remaining bounded steps of deletions this handle started."""
+        deletion.run_steps(self._db.write, session_ids)
+
+    def finish_pending_deletions(self) -> builtins.list[str]:
+        """Finish the deletions a crash interrupted (in bounded steps); return their ids."""
+        left = self._db.read(deletion.pending)
+        self._finish(left)
+        return left
 
     def orphans(self) -> builtins.list[Orphan]:
         """Return the ids holding an event log or audit rows but no snapshot, newest first."""
@@ -257,13 +274,20 @@ class SQLiteSessions:
         """
         validate_session_id(expected.id)
 
+        stepped: builtins.list[str] = []
+
         def op(conn: apsw.Connection) -> bool:
-            if not orphans.orphan_unchanged(conn, expected, clock.now_ns()):
+            stepped.clear()
+            now_ns = clock.now_ns()
+            if not orphans.orphan_unchanged(conn, expected, now_ns):
                 return False
-            rows.delete_session_rows(conn, expected.id)
+            if deletion.start(conn, expected.id, now_ns):
+                stepped.append(expected.id)
             return True
 
-        return self._db.write(op)
+        done = self._db.write(op)
+        self._finish(stepped)
+        return done
 
     def delete_if_unchanged(self, expected: SessionMeta) -> bool:
         """Delete the session only if its row still matches ``expected`` (one transaction).
@@ -274,7 +298,7 @@ class SQLiteSessions:
         False (changing nothing) otherwise.
         """
         validate_session_id(expected.id)
-        return self._db.write(lambda conn: _delete_if_unchanged(conn, expected))
+        return self.delete_many_if_unchanged([expected])[0]
 
     def delete_many_if_unchanged(
         self,
@@ -301,16 +325,21 @@ class SQLiteSessions:
         for meta in expected:
             validate_session_id(meta.id)
 
+        stepped: builtins.list[str] = []
+
         def op(conn: apsw.Connection) -> builtins.list[bool]:
+            stepped.clear()  # a batch that is rolled back runs this again
             began = timer()
             outcomes: builtins.list[bool] = []
             for meta in expected:
                 if outcomes and budget_s is not None and timer() - began >= budget_s:
                     break
-                outcomes.append(_delete_if_unchanged(conn, meta))
+                outcomes.append(_delete_if_unchanged(conn, meta, stepped))
             return outcomes
 
-        return self._db.write(op) if expected else []
+        done = self._db.write(op) if expected else []
+        self._finish(stepped)
+        return done
 
 
 _MATCH_COLUMNS = "modified_at_ns, version, state, kind, relationship, owner"
@@ -352,8 +381,14 @@ def _meta_for_match(session_id: str, row: tuple[Any, ...]) -> SessionMeta:
     )
 
 
-def _delete_if_unchanged(conn: apsw.Connection, expected: SessionMeta) -> bool:
-    """Delete one session inside the caller's write transaction if its row is unchanged."""
+def _delete_if_unchanged(
+    conn: apsw.Connection, expected: SessionMeta, stepped: builtins.list[str]
+) -> bool:
+    """Delete one session inside the caller's write transaction if its row is unchanged.
+
+    A large session is only unpublished here; its id is added to ``stepped`` for
+    the bounded steps that follow the commit.
+    """
     row = conn.execute(
         f"SELECT {_MATCH_COLUMNS} FROM sessions WHERE id = ?", (expected.id,)
     ).fetchone()
@@ -365,5 +400,7 @@ def _delete_if_unchanged(conn: apsw.Connection, expected: SessionMeta) -> bool:
     ).fetchone()
     if leased is not None:
         return False
-    rows.delete_session_rows(conn, expected.id)
+    now_ns = clock.now_ns()
+    if deletion.start(conn, expected.id, now_ns):
+        stepped.append(expected.id)
     return True

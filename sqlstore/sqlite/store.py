@@ -60,6 +60,10 @@ class SQLiteStore(Closeable):
         self.sessions = SQLiteSessions(self.db, self.events)
         self.audit = SQLiteAudit(self.db)
         self.leases = SQLiteLeases(self.db)
+        if not readonly:
+            # A deletion a crash interrupted is finished now, in bounded steps
+            # (its session is already gone to every reader).
+            self.sessions.finish_pending_deletions()
 
     def close(self) -> None:
         """Close every connection; idempotent."""

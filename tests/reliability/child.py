@@ -21,6 +21,7 @@ Roles:
     orphaner DB ID N AT                 append N events and 1 audit row to ID, clock frozen at AT
     holdread DB                         hold a read transaction open until stdin says go
     steady DB BUSY_MS                   append until stdin closes; print every StoreBusy, the worst
+    deleter DB ID STEP_ROWS PAUSE_S     delete ID in steps of STEP_ROWS rows, PAUSE_S apart
 """
 
 from __future__ import annotations
@@ -388,6 +389,18 @@ def steady(db: str, busy_ms: str) -> None:
     emit("DONE", n, f"{worst:.6f}")
 
 
+def deleter(db: str, session_id: str, step_rows: str, pause_s: str) -> None:
+    """Delete ``session_id`` in bounded steps of ``step_rows`` rows, ``pause_s`` apart."""
+    from sqlstore.sqlite import deletion
+
+    deletion.DELETE_STEP_ROWS = int(step_rows)
+    deletion.DELETE_STEP_PAUSE_S = float(pause_s)
+    with SQLiteStore(db) as store:
+        emit("START")
+        store.sessions.delete(session_id)
+    emit("DONE")
+
+
 def umask(db: str, base: str) -> None:
     """Create a store (and its directories) under umask 0; print every mode below ``base``."""
     os.umask(0)
@@ -471,6 +484,7 @@ ROLES: dict[str, Callable[..., None]] = {
     "orphaner": orphaner,
     "holdread": holdread,
     "steady": steady,
+    "deleter": deleter,
 }
 
 if __name__ == "__main__":
