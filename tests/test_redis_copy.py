@@ -15,7 +15,6 @@ from sqlstore.conformance.fixtures import ALICE, assert_same_session, representa
 from sqlstore.errors import MigrationError
 from sqlstore.ports import Store
 from sqlstore.redis import RedisStore, copy_store
-from sqlstore.redis.imports import RedisImports
 
 T0 = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
 
@@ -136,7 +135,7 @@ def test_redis_import_target_keeps_job_rows(redis_store: RedisStore) -> None:
     source = MemoryStore()
     fill(source, 2)
     report = copy_store(source, redis_store)
-    rows = RedisImports(redis_store).load_items(report.job_id)
+    rows = redis_store.imports.load_items(report.job_id)
     assert sorted(rows) == ["session:s-000", "session:s-001"]
     assert {row.outcome for row in rows.values()} == {"imported"}
     job = redis_store.conn.client.hget(f"{redis_store.prefix}migrate-jobs", report.job_id)
@@ -200,7 +199,7 @@ def test_copy_killed_mid_way_leaves_whole_sessions(
 
 
 def test_run_migration_into_redis(redis_store: RedisStore, tmp_path: Path) -> None:
-    """A run-log import writes into Redis through RedisImports and resumes as already imported."""
+    """A run-log import writes into Redis through store.imports and resumes as already imported."""
     import json
     import os
 

@@ -78,31 +78,31 @@ def test_plan_protects_leased_sessions(store: RedisStore) -> None:
 
 def test_retention_run_history_round_trips(store: RedisStore) -> None:
     """Sweep records are stored in Redis with growing ids and listed newest first."""
-    from sqlstore.redis import retention_runs
+    from sqlstore import clock
+    from sqlstore.history import RunRecord
 
     ids = [
-        retention_runs.record_run(
-            store,
-            started_at_ns=index,
-            ended_at_ns=index + 5,
-            policy_hash="p",
-            planned=index,
-            deleted=index,
-            changed=0,
-            failed=0,
-            dry_run=index == 1,
-            detail="{}",
-        )
+        store.history.record(
+            RunRecord(
+                started_at=clock.from_ns(index * 1000),
+                ended_at=clock.from_ns(index * 1000 + 5000),
+                policy_hash="p",
+                planned=index,
+                deleted=index,
+                changed=0,
+                failed=0,
+                dry_run=index == 1,
+                detail="{}",
+            )
+        ).id
         for index in range(3)
     ]
     assert ids == sorted(ids) and len(set(ids)) == 3
-    rows = retention_runs.list_runs(store, 2)
-    assert [r["id"] for r in rows] == ids[::-1][:2]
-    assert rows[0]["ended_at_ns"] == 7 and rows[1]["dry_run"] == 1
-    assert set(rows[0]) == {
-        "id", "started_at_ns", "ended_at_ns", "policy_hash", "planned", "deleted",
-        "changed", "failed", "dry_run", "detail",
-    }  # fmt: skip
+    rows = store.history.list(2)
+    assert [r.id for r in rows] == ids[::-1][:2]
+    assert rows[0].ended_at == clock.from_ns(7000) and rows[1].dry_run
+    raw = store.conn.client.lrange(store.conn.keys.retention_runs, 0, -1)
+    assert len(raw) == 3  # kept in the store's own keys
 
 
 def test_sweep_round_history_is_kept_in_redis(store: RedisStore, redis_url: str) -> None:  # noqa: F811
