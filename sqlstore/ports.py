@@ -202,7 +202,8 @@ class ImportTarget(Protocol):
     """The write side of a migration job (``store.imports``).
 
     "Exists": a session id exists when anything is stored under it — a
-    snapshot, an event log (even an empty one left by a reset) or audit rows.
+    snapshot, an event log or audit rows (an id with only events, or only
+    audit rows, exists too).
     Every backend answers :meth:`exists` and decides ``exists`` in
     :meth:`write_batch` by this one rule, so an import never merges into, nor
     silently replaces, data it did not write.
@@ -215,7 +216,11 @@ class ImportTarget(Protocol):
         """True when anything (snapshot, event log, audit rows) is stored under the id."""
 
     def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
-        """Record the job as running (kept as is when it already exists)."""
+        """Record the job as running (kept as is when it already exists).
+
+        Called before the job's first :meth:`write_batch`, and again by every
+        resumed run of the job.
+        """
 
     def write_batch(
         self, job_id: str, entries: builtins.list[BatchEntry], *, overwrite: bool, now_ns: int

@@ -76,35 +76,6 @@ def test_plan_protects_leased_sessions(store: RedisStore) -> None:
         assert [e.meta.id for e in plan(store, CHILD_AGE).entries] == ["s"]
 
 
-def test_retention_run_history_round_trips(store: RedisStore) -> None:
-    """Sweep records are stored in Redis with growing ids and listed newest first."""
-    from sqlstore import clock
-    from sqlstore.history import RunRecord
-
-    ids = [
-        store.history.record(
-            RunRecord(
-                started_at=clock.from_ns(index * 1000),
-                ended_at=clock.from_ns(index * 1000 + 5000),
-                policy_hash="p",
-                planned=index,
-                deleted=index,
-                changed=0,
-                failed=0,
-                dry_run=index == 1,
-                detail="{}",
-            )
-        ).id
-        for index in range(3)
-    ]
-    assert ids == sorted(ids) and len(set(ids)) == 3
-    rows = store.history.list(2)
-    assert [r.id for r in rows] == ids[::-1][:2]
-    assert rows[0].ended_at == clock.from_ns(7000) and rows[1].dry_run
-    raw = store.conn.client.lrange(store.conn.keys.retention_runs, 0, -1)
-    assert len(raw) == 3  # kept in the store's own keys
-
-
 def test_sweep_round_history_is_kept_in_redis(store: RedisStore, redis_url: str) -> None:  # noqa: F811
     """A recorded sweep is read back through retention.history by a second RedisStore handle."""
     from retention.history import list_runs, record_run, run_record

@@ -68,9 +68,16 @@ class RedisImports:
         return {item.decode(): _row_from_json(item.decode(), text) for item, text in found.items()}
 
     def exists(self, session_id: str) -> bool:
-        """True when a snapshot is stored under ``session_id``."""
+        """True when the id has a snapshot, an event log or audit rows."""
+        k = self._c.keys
         with self._c.guard():
-            return bool(self._c.client.exists(self._c.keys.session(session_id)))
+            found = self._c.client.exists(
+                k.session(session_id),
+                k.events(session_id),
+                k.generation(session_id),
+                k.audit(session_id),
+            )
+        return int(found) > 0
 
     def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
         """Record the job as running (an existing job keeps its start time)."""
@@ -170,6 +177,7 @@ class RedisImports:
                     payload.generation or new_generation(),
                     str(len(payload.log)),
                     str(len(audit)),
+                    new_generation(),
                     *records,
                     *audit,
                 ],
