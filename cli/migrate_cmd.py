@@ -15,8 +15,6 @@ from typing import Any
 import click
 
 import sqlstore
-from cli import render
-from cli.context import CliContext, json_option, pass_cli
 from sqlstore import MemoryStore
 from sqlstore.migrate import (
     FORMATS,
@@ -27,6 +25,9 @@ from sqlstore.migrate import (
     export_sessions,
     run_migration,
 )
+
+from . import render
+from .context import CliContext, json_option, pass_cli
 
 WARNINGS_SHOWN = 20
 """Warnings listed in the human summary; ``--json`` has them all."""

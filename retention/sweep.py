@@ -86,10 +86,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from retention.pacing import Pacing, deletion_store
-from retention.planner import Plan, PlanEntry
 from sqlstore.errors import StoreError
 from sqlstore.ports import Housekeeping, Store, housekeeping_of
+
+from .pacing import Pacing, deletion_store
+from .planner import Plan, PlanEntry
 
 MAX_CONSECUTIVE_FAILURES = 20
 """Failed deletions in a row after which a sweep gives up."""
