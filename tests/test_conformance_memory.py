@@ -6,13 +6,17 @@ from pathlib import Path
 
 from sqlstore import MemoryStore
 from sqlstore.conformance import (
+    AuditQuerySuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
 )
 from sqlstore.ports import Store
 
@@ -58,3 +62,19 @@ class TestMemoryEventLog(MemoryFactories, EventLogSuite):
 
 class TestMemoryCursor(MemoryFactories, CursorSuite):
     """CursorSuite on MemoryStore (the two handles are one object)."""
+
+
+class TestMemoryLeases(MemoryFactories, LeaseSuite):
+    """LeaseSuite on MemoryStore."""
+
+
+class TestMemoryAuditQuery(MemoryFactories, AuditQuerySuite):
+    """AuditQuerySuite on MemoryStore."""
+
+
+class TestMemoryImportTarget(MemoryFactories, ImportTargetSuite):
+    """ImportTargetSuite on MemoryStore."""
+
+
+class TestMemorySweepHistory(MemoryFactories, SweepHistorySuite):
+    """SweepHistorySuite on MemoryStore."""

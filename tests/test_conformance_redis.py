@@ -8,14 +8,18 @@ import pytest
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 from sqlstore.conformance import (
+    AuditQuerySuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
 )
 from sqlstore.ports import Store
 from sqlstore.redis import RedisStore
@@ -70,3 +74,19 @@ class TestRedisEventLog(RedisFactories, EventLogSuite):
 
 class TestRedisCursor(RedisFactories, CursorSuite):
     """CursorSuite on RedisStore, including a second handle and a second OS process."""
+
+
+class TestRedisLeases(RedisFactories, LeaseSuite):
+    """LeaseSuite on RedisStore."""
+
+
+class TestRedisAuditQuery(RedisFactories, AuditQuerySuite):
+    """AuditQuerySuite on RedisStore."""
+
+
+class TestRedisImportTarget(RedisFactories, ImportTargetSuite):
+    """ImportTargetSuite on RedisStore."""
+
+
+class TestRedisSweepHistory(RedisFactories, SweepHistorySuite):
+    """SweepHistorySuite on RedisStore."""

@@ -6,14 +6,18 @@ from pathlib import Path
 
 from sqlstore import SQLiteStore
 from sqlstore.conformance import (
+    AuditQuerySuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
 )
 from sqlstore.ports import Store
 
@@ -61,3 +65,19 @@ class TestSQLiteEventLog(SQLiteFactories, EventLogSuite):
 
 class TestSQLiteCursor(SQLiteFactories, CursorSuite):
     """CursorSuite on SQLiteStore, including a second handle and a second OS process."""
+
+
+class TestSQLiteLeases(SQLiteFactories, LeaseSuite):
+    """LeaseSuite on SQLiteStore."""
+
+
+class TestSQLiteAuditQuery(SQLiteFactories, AuditQuerySuite):
+    """AuditQuerySuite on SQLiteStore."""
+
+
+class TestSQLiteImportTarget(SQLiteFactories, ImportTargetSuite):
+    """ImportTargetSuite on SQLiteStore."""
+
+
+class TestSQLiteSweepHistory(SQLiteFactories, SweepHistorySuite):
+    """SweepHistorySuite on SQLiteStore."""

@@ -11,22 +11,30 @@ These modules import ``pytest`` and ``freezegun`` (test dependencies, the
 
 from __future__ import annotations
 
+from sqlstore.conformance.audit import AuditQuerySuite
 from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget, SuiteBase
 from sqlstore.conformance.creator import CreatorSuite
 from sqlstore.conformance.cursor import CursorSuite
 from sqlstore.conformance.eventlog import EventLogSuite
+from sqlstore.conformance.history import SweepHistorySuite
+from sqlstore.conformance.imports import ImportTargetSuite
 from sqlstore.conformance.inventory import ConditionalPruneSuite, PagerSuite, PrunableSuite
+from sqlstore.conformance.leases import LeaseSuite
 from sqlstore.conformance.store import StoreSuite
 
 __all__ = [
     "FOLLOW_TIMEOUT_S",
+    "AuditQuerySuite",
     "ConditionalPruneSuite",
     "CreatorSuite",
     "CursorSuite",
     "EventLogSuite",
+    "ImportTargetSuite",
+    "LeaseSuite",
     "PagerSuite",
     "ProcessTarget",
     "PrunableSuite",
     "StoreSuite",
     "SuiteBase",
+    "SweepHistorySuite",
 ]

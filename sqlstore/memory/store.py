@@ -12,13 +12,21 @@ from __future__ import annotations
 
 from sqlstore.memory.audit import MemoryAudit, MemoryLeases
 from sqlstore.memory.events import MemoryEvents
+from sqlstore.memory.history import MemoryHistory
+from sqlstore.memory.imports import MemoryImports
 from sqlstore.memory.sessions import MemorySessions
 from sqlstore.memory.state import MemoryState
 from sqlstore.ports import Closeable
 
 
 class MemoryStore(Closeable):
-    """An in-process store with the same contracts as ``SQLiteStore`` (nothing persists)."""
+    """An in-process store with the same contracts as ``SQLiteStore`` (nothing persists).
+
+    Capabilities: ``imports`` (an import target) and ``history`` (sweep
+    records, gone with the store); ``housekeeping`` is None (no file to share).
+    """
+
+    housekeeping: None = None
 
     def __init__(self) -> None:
         self._state = MemoryState()
@@ -26,6 +34,8 @@ class MemoryStore(Closeable):
         self.sessions = MemorySessions(self._state, self.events)
         self.audit = MemoryAudit(self._state)
         self.leases = MemoryLeases(self._state)
+        self.imports = MemoryImports(self._state, self.sessions, self.events, self.audit)
+        self.history = MemoryHistory(self._state)
 
     def close(self) -> None:
         """Mark the store closed and wake followers; idempotent."""
