@@ -13,12 +13,14 @@ import builtins
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from sqlstore import clock, snapshot
 from sqlstore.audit import ToolCallRecord
+from sqlstore.backward import check_request, end_position, tail_records
+from sqlstore.changes import Applied, ChangeSet, check_version, prepare, prepare_save
 from sqlstore.cursor import encode_cursor, new_generation
 from sqlstore.errors import (
     LeaseHeld,
@@ -82,30 +84,68 @@ class _State:
         self.audit_order = itertools.count(1)
         self.leases: dict[str, tuple[str, int, int]] = {}
         self.lease_tokens: dict[str, int] = {}
+        self.write_seq = 0
+        """Highest snapshot version handed out or deleted: versions never repeat for an id."""
 
     def check_open(self) -> None:
         if self.closed:
             raise StoreClosed("the store is closed")
 
-    def touch(self, session_id: str, now_ns: int) -> None:
-        """Record a write to the session: bump modified_at and version if it has a snapshot."""
+    def touch(self, session_id: str, now_ns: int) -> int | None:
+        """Record a write to the session: bump modified_at and version if it has a snapshot.
+
+        Returns the new version, or None when the session has no snapshot.
+        """
         stored = self.sessions.get(session_id)
-        if stored is not None:
-            meta = stored.meta
-            stored.meta = SessionMeta(
-                meta.id,
-                clock.from_ns(now_ns),
-                meta.version + 1,
-                meta.state,
-                meta.kind,
-                meta.relationship,
-                meta.owner,
-                meta.created_at,
-                meta.title,
-                meta.model_id,
-                meta.turns,
-                meta.estimated_bytes,
-            )
+        if stored is None:
+            return None
+        meta = stored.meta
+        stored.meta = replace(meta, modified_at=clock.from_ns(now_ns), version=meta.version + 1)
+        return stored.meta.version
+
+    def put(self, session: Session, blob: bytes, now_ns: int) -> int:
+        """Store a snapshot; return its version (above the old one and every one handed out)."""
+        old = self.sessions.get(session.id)
+        version = max(0 if old is None else old.meta.version, self.write_seq) + 1
+        self.write_seq = version
+        self.sessions[session.id] = _Stored(blob, meta_for(session, blob, now_ns, version))
+        self.inventory_generation += 1
+        return version
+
+    def apply(self, changes: ChangeSet) -> Applied:
+        """Write one unit of work under the lock: conditional, all of it or nothing."""
+        session_id = changes.session_id
+        now_ns = clock.now_ns()
+        with self.lock:
+            self.check_open()
+            stored = self.sessions.get(session_id)
+            current = None if stored is None else stored.meta.version
+            check_version(session_id, changes.expected_version, current)
+            if changes.empty:
+                return Applied(current or 0, [])
+            cursors: list[str] = []
+            if changes.events:
+                log = self.logs.get(session_id)
+                if log is None:
+                    log = self.logs[session_id] = _Log(new_generation())
+                for event in changes.events:
+                    pos = len(log.records) + 1
+                    log.records.append(RawRecord(pos, False, event.body))
+                    cursors.append(encode_cursor(session_id, log.generation, pos))
+            if changes.audit:
+                trail = self.audit.setdefault(session_id, [])
+                for rec in changes.audit:
+                    if rec.at is None:
+                        rec = _with_time(rec, clock.from_ns(now_ns))
+                    trail.append((next(self.audit_order), rec))
+            if changes.snapshot is not None:
+                assert changes.blob is not None
+                version = self.put(changes.snapshot, changes.blob, now_ns)
+            else:
+                version = self.touch(session_id, now_ns) or 0
+            if changes.events:
+                self.notify()
+            return Applied(version, cursors)
 
     def notify(self) -> None:
         self.change_count += 1
@@ -127,13 +167,26 @@ class MemorySessions:
             old = self._s.sessions.get(session.id)
             if must_be_new and old is not None:
                 raise SessionAlreadyExists(session.id)
-            version = 1 if old is None else old.meta.version + 1
-            self._s.sessions[session.id] = _Stored(blob, meta_for(session, blob, now_ns, version))
-            self._s.inventory_generation += 1
+            self._s.put(session, blob, now_ns)
 
-    def save(self, session: Session) -> None:
-        """Replace the snapshot; bumps modified_at and version."""
-        self._put(session, must_be_new=False)
+    def save(self, session: Session, *, expected_version: int | None = None) -> int:
+        """Replace the snapshot; return the new version (conditional with ``expected_version``).
+
+        Raises:
+            VersionConflict: the stored version differs, or the session is missing.
+        """
+        changes = prepare_save(session, expected_version)
+        return self._s.apply(changes).version
+
+    def load_versioned(self, session_id: str) -> tuple[Session, int]:
+        """Return the snapshot and its version, read under one lock."""
+        validate_session_id(session_id)
+        with self._s.lock:
+            self._s.check_open()
+            stored = self._s.sessions.get(session_id)
+        if stored is None:
+            raise SessionNotFound(session_id)
+        return snapshot.decode(stored.blob), stored.meta.version
 
     def create(self, session: Session) -> None:
         """Store the snapshot only if none exists; else ``SessionAlreadyExists``."""
@@ -230,7 +283,10 @@ class MemorySessions:
             self._drop(session_id)
 
     def _drop(self, session_id: str) -> None:
-        existed = self._s.sessions.pop(session_id, None) is not None
+        gone = self._s.sessions.pop(session_id, None)
+        existed = gone is not None
+        if gone is not None:
+            self._s.write_seq = max(self._s.write_seq, gone.meta.version)
         self._s.audit.pop(session_id, None)
         if self._s.logs.pop(session_id, None) is not None:
             self._s.notify()
@@ -340,6 +396,29 @@ class MemoryEvents:
             raise TypeError("gap reason must be str")
         check_record_size(reason.encode("utf-8"), "gap reason")
         return self._append(session_id, True, reason)
+
+    def append_events(self, session_id: str, events: Sequence[Event]) -> builtins.list[str]:
+        """Append a batch of events as one unit (all or none); return a cursor per event."""
+        changes = prepare(session_id, events=events)
+        if not changes.events:
+            return []
+        return self._s.apply(changes).cursors
+
+    def read_tail(self, session_id: str, limit: int) -> builtins.list[LogRecord]:
+        """Return the last ``limit`` records in append order (see ``sqlstore.backward``)."""
+        return self.read_before(session_id, "", limit=limit)
+
+    def read_before(self, session_id: str, before: str, *, limit: int) -> builtins.list[LogRecord]:
+        """Return at most ``limit`` records strictly before cursor ``before`` (``""`` = end)."""
+        check_request(session_id, before, limit)
+        with self._s.lock:
+            self._s.check_open()
+            log = self._s.logs.get(session_id)
+            generation = None if log is None else log.generation
+            records = [] if log is None else log.records
+            end = end_position(before, session_id, generation, len(records))
+            found = records[max(0, end - 1 - limit) : max(0, end - 1)]
+        return tail_records(session_id, generation, found)
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Yield the events in append order, skipping gaps."""
@@ -490,6 +569,25 @@ class MemoryStore(Closeable):
         self.sessions = MemorySessions(self._state, self.events)
         self.audit = MemoryAudit(self._state)
         self.leases = MemoryLeases(self._state)
+
+    def apply(
+        self,
+        session_id: str,
+        *,
+        snapshot: Session | None = None,
+        events: Sequence[Event] = (),
+        audit: Sequence[ToolCallRecord] = (),
+        expected_version: int | None = None,
+    ) -> Applied:
+        """Write snapshot, events and audit rows of one session as one unit (see SQLiteStore)."""
+        changes = prepare(
+            session_id,
+            snapshot=snapshot,
+            events=events,
+            audit=audit,
+            expected_version=expected_version,
+        )
+        return self._state.apply(changes)
 
     def close(self) -> None:
         """Mark the store closed and wake followers; idempotent."""

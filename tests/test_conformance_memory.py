@@ -6,6 +6,8 @@ from pathlib import Path
 
 from sqlstore import MemoryStore
 from sqlstore.conformance import (
+    ApplySuite,
+    BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -13,6 +15,8 @@ from sqlstore.conformance import (
     PagerSuite,
     PrunableSuite,
     StoreSuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 
@@ -58,3 +62,19 @@ class TestMemoryEventLog(MemoryFactories, EventLogSuite):
 
 class TestMemoryCursor(MemoryFactories, CursorSuite):
     """CursorSuite on MemoryStore (the two handles are one object)."""
+
+
+class TestMemoryBatch(MemoryFactories, BatchSuite):
+    """BatchSuite on MemoryStore."""
+
+
+class TestMemoryTail(MemoryFactories, TailSuite):
+    """TailSuite on MemoryStore."""
+
+
+class TestMemoryVersion(MemoryFactories, VersionSuite):
+    """VersionSuite on MemoryStore."""
+
+
+class TestMemoryApply(MemoryFactories, ApplySuite):
+    """ApplySuite on MemoryStore."""

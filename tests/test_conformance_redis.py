@@ -8,6 +8,8 @@ import pytest
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 from sqlstore.conformance import (
+    ApplySuite,
+    BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -16,6 +18,8 @@ from sqlstore.conformance import (
     ProcessTarget,
     PrunableSuite,
     StoreSuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 from sqlstore.redis import RedisStore
@@ -70,3 +74,19 @@ class TestRedisEventLog(RedisFactories, EventLogSuite):
 
 class TestRedisCursor(RedisFactories, CursorSuite):
     """CursorSuite on RedisStore, including a second handle and a second OS process."""
+
+
+class TestRedisBatch(RedisFactories, BatchSuite):
+    """BatchSuite on RedisStore."""
+
+
+class TestRedisTail(RedisFactories, TailSuite):
+    """TailSuite on RedisStore."""
+
+
+class TestRedisVersion(RedisFactories, VersionSuite):
+    """VersionSuite on RedisStore."""
+
+
+class TestRedisApply(RedisFactories, ApplySuite):
+    """ApplySuite on RedisStore."""

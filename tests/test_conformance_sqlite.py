@@ -6,6 +6,8 @@ from pathlib import Path
 
 from sqlstore import SQLiteStore
 from sqlstore.conformance import (
+    ApplySuite,
+    BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -14,6 +16,8 @@ from sqlstore.conformance import (
     ProcessTarget,
     PrunableSuite,
     StoreSuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 
@@ -61,3 +65,19 @@ class TestSQLiteEventLog(SQLiteFactories, EventLogSuite):
 
 class TestSQLiteCursor(SQLiteFactories, CursorSuite):
     """CursorSuite on SQLiteStore, including a second handle and a second OS process."""
+
+
+class TestSQLiteBatch(SQLiteFactories, BatchSuite):
+    """BatchSuite on SQLiteStore, with a second OS process and kill -9 mid-batch."""
+
+
+class TestSQLiteTail(SQLiteFactories, TailSuite):
+    """TailSuite on SQLiteStore."""
+
+
+class TestSQLiteVersion(SQLiteFactories, VersionSuite):
+    """VersionSuite on SQLiteStore."""
+
+
+class TestSQLiteApply(SQLiteFactories, ApplySuite):
+    """ApplySuite on SQLiteStore."""

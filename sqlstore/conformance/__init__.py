@@ -11,15 +11,21 @@ These modules import ``pytest`` and ``freezegun`` (test dependencies, the
 
 from __future__ import annotations
 
+from sqlstore.conformance.apply import ApplySuite
+from sqlstore.conformance.backward import TailSuite
 from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget, SuiteBase
+from sqlstore.conformance.batch import BatchSuite
 from sqlstore.conformance.creator import CreatorSuite
 from sqlstore.conformance.cursor import CursorSuite
 from sqlstore.conformance.eventlog import EventLogSuite
 from sqlstore.conformance.inventory import ConditionalPruneSuite, PagerSuite, PrunableSuite
 from sqlstore.conformance.store import StoreSuite
+from sqlstore.conformance.versioned import VersionSuite
 
 __all__ = [
     "FOLLOW_TIMEOUT_S",
+    "ApplySuite",
+    "BatchSuite",
     "ConditionalPruneSuite",
     "CreatorSuite",
     "CursorSuite",
@@ -29,4 +35,6 @@ __all__ = [
     "PrunableSuite",
     "StoreSuite",
     "SuiteBase",
+    "TailSuite",
+    "VersionSuite",
 ]

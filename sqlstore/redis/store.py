@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from sqlstore.audit import ToolCallRecord
+from sqlstore.changes import Applied, prepare
+from sqlstore.events import Event
 from sqlstore.ports import Closeable
 from sqlstore.redis.audit import RedisAudit, RedisLeases
 from sqlstore.redis.connection import Connection
 from sqlstore.redis.events import RedisEvents
 from sqlstore.redis.keys import DEFAULT_PREFIX
 from sqlstore.redis.sessions import RedisSessions
+from sqlstore.redis.units import apply_unit
+from sqlstore.session import Session
 
 if TYPE_CHECKING:
     from sqlstore.redis.imports import RedisImports
@@ -53,6 +59,30 @@ class RedisStore(Closeable):
         from sqlstore.redis.imports import RedisImports
 
         return RedisImports(self)
+
+    def apply(
+        self,
+        session_id: str,
+        *,
+        snapshot: Session | None = None,
+        events: Sequence[Event] = (),
+        audit: Sequence[ToolCallRecord] = (),
+        expected_version: int | None = None,
+    ) -> Applied:
+        """Write snapshot, events and audit rows of one session as one atomic script.
+
+        Same contract as ``SQLiteStore.apply`` (conditional with
+        ``expected_version``, all or nothing); durable as far as the server's
+        AOF settings make any acknowledged write (docs/redis.md).
+        """
+        changes = prepare(
+            session_id,
+            snapshot=snapshot,
+            events=events,
+            audit=audit,
+            expected_version=expected_version,
+        )
+        return apply_unit(self.conn, changes)
 
     def close(self) -> None:
         """Close the connection pool (when the store created it); idempotent."""
