@@ -44,6 +44,13 @@ def _fetch(
         conn.execute("COMMIT")
 
 
+TAIL_SQL = (
+    "SELECT pos, is_gap, body FROM events WHERE session_id = ? AND pos < ? "
+    "ORDER BY pos DESC LIMIT ?"
+)
+"""The records before a position, newest first: a seek on the (session_id, pos) key."""
+
+
 def _fetch_before(
     conn: apsw.Connection, session_id: str, before: str, limit: int
 ) -> tuple[str | None, list[RawRecord]]:
@@ -52,11 +59,7 @@ def _fetch_before(
     end = end_position(before, session_id, generation, length)
     found = [
         RawRecord(pos, bool(is_gap), body)
-        for pos, is_gap, body in conn.execute(
-            "SELECT pos, is_gap, body FROM events WHERE session_id = ? AND pos < ? "
-            "ORDER BY pos DESC LIMIT ?",
-            (session_id, end, limit),
-        )
+        for pos, is_gap, body in conn.execute(TAIL_SQL, (session_id, end, limit))
     ]
     found.reverse()
     return generation, found
