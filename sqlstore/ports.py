@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from sqlstore.audit import ToolCallRecord
+from sqlstore.changes import Applied
 from sqlstore.events import Event, LogRecord
 from sqlstore.history import RunRecord
 from sqlstore.imports import BatchEntry, ItemRow
@@ -41,8 +42,15 @@ from sqlstore.session import Session
 class SessionStore(Protocol):
     """Snapshots keyed by session id, with creation, listing, paging and pruning."""
 
-    def save(self, session: Session) -> None:
-        """Replace the snapshot (durable at return); bumps ``modified_at`` and ``version``."""
+    def save(self, session: Session, *, expected_version: int | None = None) -> int:
+        """Replace the snapshot (durable at return); return the new ``version``.
+
+        With ``expected_version`` (``0`` = must not exist) the save is conditional:
+        ``VersionConflict`` and nothing changed when the stored version differs.
+        """
+
+    def load_versioned(self, session_id: str) -> tuple[Session, int]:
+        """Return the snapshot and its version from one consistent read."""
 
     def load(self, session_id: str) -> Session:
         """Return an independent copy of the snapshot; ``SessionNotFound`` when missing."""
@@ -94,6 +102,15 @@ class EventLog(Protocol):
 
     def append_gap(self, session_id: str, reason: str) -> str:
         """Append a gap marker durably and return the cursor just after it."""
+
+    def append_events(self, session_id: str, events: Sequence[Event]) -> builtins.list[str]:
+        """Append a batch all or none (one transaction); return the cursor after each."""
+
+    def read_tail(self, session_id: str, limit: int) -> builtins.list[LogRecord]:
+        """Return the last ``limit`` records in append order, by index seek."""
+
+    def read_before(self, session_id: str, before: str, *, limit: int) -> builtins.list[LogRecord]:
+        """Return at most ``limit`` records strictly before cursor ``before`` (``""`` = end)."""
 
     def read_after(
         self,
@@ -160,6 +177,17 @@ class Store(Protocol):
 
     @property
     def leases(self) -> LeaseTable: ...
+
+    def apply(
+        self,
+        session_id: str,
+        *,
+        snapshot: Session | None = None,
+        events: Sequence[Event] = (),
+        audit: Sequence[ToolCallRecord] = (),
+        expected_version: int | None = None,
+    ) -> Applied:
+        """Write snapshot, events and audit rows of one session as one atomic, durable unit."""
 
     def close(self) -> None:
         """Release every resource; idempotent."""

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from sqlstore import MemoryStore
 from sqlstore.conformance import (
+    ApplySuite,
     AuditQuerySuite,
+    BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -17,6 +19,8 @@ from sqlstore.conformance import (
     PrunableSuite,
     StoreSuite,
     SweepHistorySuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 
@@ -78,3 +82,19 @@ class TestMemoryImportTarget(MemoryFactories, ImportTargetSuite):
 
 class TestMemorySweepHistory(MemoryFactories, SweepHistorySuite):
     """SweepHistorySuite on MemoryStore."""
+
+
+class TestMemoryBatch(MemoryFactories, BatchSuite):
+    """BatchSuite on MemoryStore."""
+
+
+class TestMemoryTail(MemoryFactories, TailSuite):
+    """TailSuite on MemoryStore."""
+
+
+class TestMemoryVersion(MemoryFactories, VersionSuite):
+    """VersionSuite on MemoryStore."""
+
+
+class TestMemoryApply(MemoryFactories, ApplySuite):
+    """ApplySuite on MemoryStore."""

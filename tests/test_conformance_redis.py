@@ -8,7 +8,9 @@ import pytest
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 from sqlstore.conformance import (
+    ApplySuite,
     AuditQuerySuite,
+    BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -20,6 +22,8 @@ from sqlstore.conformance import (
     PrunableSuite,
     StoreSuite,
     SweepHistorySuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 from sqlstore.redis import RedisStore
@@ -90,3 +94,19 @@ class TestRedisImportTarget(RedisFactories, ImportTargetSuite):
 
 class TestRedisSweepHistory(RedisFactories, SweepHistorySuite):
     """SweepHistorySuite on RedisStore."""
+
+
+class TestRedisBatch(RedisFactories, BatchSuite):
+    """BatchSuite on RedisStore."""
+
+
+class TestRedisTail(RedisFactories, TailSuite):
+    """TailSuite on RedisStore."""
+
+
+class TestRedisVersion(RedisFactories, VersionSuite):
+    """VersionSuite on RedisStore."""
+
+
+class TestRedisApply(RedisFactories, ApplySuite):
+    """ApplySuite on RedisStore."""

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from sqlstore import SQLiteStore
 from sqlstore.conformance import (
+    ApplySuite,
     AuditQuerySuite,
+    BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -18,6 +20,8 @@ from sqlstore.conformance import (
     PrunableSuite,
     StoreSuite,
     SweepHistorySuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 
@@ -81,3 +85,19 @@ class TestSQLiteImportTarget(SQLiteFactories, ImportTargetSuite):
 
 class TestSQLiteSweepHistory(SQLiteFactories, SweepHistorySuite):
     """SweepHistorySuite on SQLiteStore."""
+
+
+class TestSQLiteBatch(SQLiteFactories, BatchSuite):
+    """BatchSuite on SQLiteStore, with a second OS process and kill -9 mid-batch."""
+
+
+class TestSQLiteTail(SQLiteFactories, TailSuite):
+    """TailSuite on SQLiteStore."""
+
+
+class TestSQLiteVersion(SQLiteFactories, VersionSuite):
+    """VersionSuite on SQLiteStore."""
+
+
+class TestSQLiteApply(SQLiteFactories, ApplySuite):
+    """ApplySuite on SQLiteStore."""

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
+from sqlstore.audit import ToolCallRecord
+from sqlstore.changes import Applied, prepare
+from sqlstore.events import Event
 from sqlstore.ports import Closeable
+from sqlstore.session import Session
 from sqlstore.sqlite.audit import SQLiteAudit, SQLiteLeases
 from sqlstore.sqlite.connection import BUSY_TIMEOUT_MS, Durability
 from sqlstore.sqlite.database import Database
@@ -13,6 +18,7 @@ from sqlstore.sqlite.history import SQLiteHistory
 from sqlstore.sqlite.housekeeping import SQLiteHousekeeping
 from sqlstore.sqlite.imports import SQLiteImports
 from sqlstore.sqlite.sessions import SQLiteSessions
+from sqlstore.sqlite.units import apply_changes
 
 
 class SQLiteStore(Closeable):
@@ -74,6 +80,48 @@ class SQLiteStore(Closeable):
     def housekeeping(self) -> SQLiteHousekeeping:
         """Pacing, checkpoint and shrink for large sweeps (made on access: no reference cycle)."""
         return SQLiteHousekeeping(self)
+
+    def apply(
+        self,
+        session_id: str,
+        *,
+        snapshot: Session | None = None,
+        events: Sequence[Event] = (),
+        audit: Sequence[ToolCallRecord] = (),
+        expected_version: int | None = None,
+    ) -> Applied:
+        """Write a snapshot, events and audit rows of one session as one durable unit.
+
+        All of it or none, in one transaction and one fsync (one write of the
+        group commit). With ``expected_version`` the unit is conditional like
+        ``sessions.save``: ``0`` means the session must have no snapshot yet,
+        ``n`` that its stored version is ``n``. Without a snapshot only the events
+        and audit rows are written (a session without snapshot gets no version:
+        ``Applied.version`` is then 0). Nothing to write and no condition → a
+        no-op returning the current version. The session's version grows by one
+        for the whole unit. Input is checked before anything is written.
+
+        Returns:
+            ``Applied(version, cursors)``: the version after the unit and the
+            cursor just after each event.
+
+        Raises:
+            VersionConflict: the stored version does not meet ``expected_version``;
+                nothing was written.
+            ValueError, TypeError, InvalidEvent, SnapshotError, InvalidSessionId:
+                bad input (the snapshot or an audit record of another session, ...).
+            StoreBusy, StoreFull, StoreIOError: the transaction failed; nothing
+                written. The outcome of a failed commit is unknown: do not retry
+                blindly, re-read the version.
+        """
+        changes = prepare(
+            session_id,
+            snapshot=snapshot,
+            events=events,
+            audit=audit,
+            expected_version=expected_version,
+        )
+        return self.db.write(lambda conn: apply_changes(conn, changes))
 
     def close(self) -> None:
         """Close every connection; idempotent."""
