@@ -213,15 +213,7 @@ def _copy_between_stores(
         except KeyboardInterrupt:
             click.echo("Interrupted: run the same command again to continue.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
-    doc = {
-        "job_id": report.job_id,
-        "copied": report.copied,
-        "skipped": dict(report.skipped),
-        "failed": [{"id": sid, "error": why} for sid, why in report.failed],
-        "events": report.events,
-        "audit_rows": report.audit_rows,
-        "seconds": round(report.seconds, 3),
-    }
+    doc = report.to_json()
 
     def lines() -> Iterator[str]:
         skipped = ", ".join(f"{k} {n}" for k, n in sorted(report.skipped.items())) or "0"
