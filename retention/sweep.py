@@ -86,7 +86,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlstore.errors import StoreError
+from sqlstore.errors import PruneUnsupported, StoreError
 from sqlstore.ports import Housekeeping, Store, housekeeping_of
 
 from .pacing import Pacing, deletion_store
@@ -357,8 +357,17 @@ def sweep(
             :class:`Pacing`); ignored by stores without a file.
 
     Raises:
+        PruneUnsupported: the store's backend cannot delete conditionally (its
+            ``sessions`` has no ``delete_if_unchanged``); nothing was deleted.
         StoreError: the file size could not be read before the sweep started.
     """
+    if not callable(getattr(store.sessions, "delete_if_unchanged", None)):
+        raise PruneUnsupported(
+            f"{type(store).__name__} cannot delete sessions safely "
+            "(its sessions have no delete_if_unchanged)",
+            hint="Retention needs a backend that passes ConditionalPruneSuite "
+            "(sqlstore.conformance); SQLite, Redis and memory stores do.",
+        )
     started = time.perf_counter()
     bytes_before = store_file_size(store)
     tally = _Tally()
