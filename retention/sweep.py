@@ -21,7 +21,8 @@ lock for every process. A writer that finds it taken sleeps in its busy handler
 (:class:`~sqlstore.sqlite.connection.BusyWait`: 0.5 to 4 ms) and tries again.
 A sweep that deleted one entry per transaction back to back took the lock again
 microseconds after each commit, so another process's append kept waking up to a
-taken lock (28 ms p99 appends during a 100,000-session prune instead of 0.8 ms);
+taken lock (its p99 grew by more than an order of magnitude during a large prune;
+the figures are in docs/benchmarks.md);
 every deletion also paid a commit, and the WAL filled up so fast that the
 automatic checkpoint (run by whichever connection commits past 1,000 WAL pages,
 often the agent's) kept landing in the agents' appends. So a sweep of a
