@@ -6,7 +6,8 @@ Two comparisons, each alternating its two sides so both see the same moments
 of a shared machine (``durability="full"``, ~200-byte events):
 
 * one task awaiting ``store.events.append_event`` on an ``AsyncStore`` against
-  one thread calling the sync ``append_event`` (blocks of ``--block`` appends);
+  one thread calling the sync ``append_event`` (blocks of ``--block`` appends,
+  the side that goes first alternating);
 * 64 tasks on one event loop appending to 8 sessions (8 tasks per session)
   against 8 sync threads, one per session, for ``--seconds`` cut into
   ``--windows`` windows: total appends/s of each.
@@ -19,7 +20,19 @@ import threading
 import time
 from pathlib import Path
 
-from harness import Result, Row, emit, event_text, make_parser, median, rate, sizes, times, work_dir
+from harness import (
+    Result,
+    Row,
+    emit,
+    event_text,
+    interleave,
+    make_parser,
+    median,
+    rate,
+    sizes,
+    times,
+    work_dir,
+)
 
 import sqlstore.aio
 from sqlstore import Event, Session, SQLiteStore
@@ -33,7 +46,6 @@ SESSIONS = 8
 def one_task(directory: Path, count: int, block: int, tag: str) -> dict[str, float]:
     """Return appends/s of one sync thread and of one task on an AsyncStore, interleaved."""
     events = [Event("message", i, 1, event_text(i), "run-0001") for i in range(256)]
-    spent = {"sync": 0.0, "aio": 0.0}
     loop = asyncio.new_event_loop()
     try:
         with SQLiteStore(directory / f"one-sync-{tag}.db") as sync:
@@ -48,22 +60,19 @@ def one_task(directory: Path, count: int, block: int, tag: str) -> dict[str, flo
                     for i in range(k):
                         await astore.events.append_event("s", events[i & 255])
 
-                done = 0
-                while done < count:
-                    step = min(block, count - done)
-                    started = time.perf_counter()
-                    for i in range(step):
+                def sync_block(k: int) -> None:
+                    for i in range(k):
                         sync.events.append_event("s", events[i & 255])
-                    spent["sync"] += time.perf_counter() - started
-                    started = time.perf_counter()
-                    loop.run_until_complete(aio_block(step))
-                    spent["aio"] += time.perf_counter() - started
-                    done += step
+
+                def aio_runner(k: int) -> None:
+                    loop.run_until_complete(aio_block(k))
+
+                rates = interleave({"sync": sync_block, "aio": aio_runner}, count, block)
             finally:
                 loop.run_until_complete(astore.aclose())
     finally:
         loop.close()
-    return {name: count / seconds for name, seconds in spent.items()}
+    return rates
 
 
 def threads_window(store: SQLiteStore, seconds: float, events: list[Event]) -> int:
@@ -117,15 +126,20 @@ def many_tasks(directory: Path, seconds: float, windows: int, tag: str) -> dict[
                 for n in range(SESSIONS):
                     sync.sessions.create(Session.new(f"s{n}"))
                     loop.run_until_complete(astore.sessions.create(Session.new(f"s{n}")))
-                for _ in range(windows):
-                    started = time.perf_counter()
-                    made["threads"] += threads_window(sync, seconds / windows, events)
-                    spent["threads"] += time.perf_counter() - started
-                    started = time.perf_counter()
-                    made["tasks"] += loop.run_until_complete(
-                        tasks_window(astore, seconds / windows, events)
-                    )
-                    spent["tasks"] += time.perf_counter() - started
+
+                def threads_side() -> int:
+                    return threads_window(sync, seconds / windows, events)
+
+                def tasks_side() -> int:
+                    return loop.run_until_complete(tasks_window(astore, seconds / windows, events))
+
+                sides = {"threads": threads_side, "tasks": tasks_side}
+                for window in range(windows):
+                    order = ["threads", "tasks"] if window % 2 == 0 else ["tasks", "threads"]
+                    for name in order:  # the side that goes first alternates
+                        started = time.perf_counter()
+                        made[name] += sides[name]()
+                        spent[name] += time.perf_counter() - started
             finally:
                 loop.run_until_complete(astore.aclose())
     finally:
