@@ -7,14 +7,18 @@ from pathlib import Path
 from sqlstore import MemoryStore
 from sqlstore.conformance import (
     ApplySuite,
+    AuditQuerySuite,
     BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
     TailSuite,
     VersionSuite,
 )
@@ -62,6 +66,22 @@ class TestMemoryEventLog(MemoryFactories, EventLogSuite):
 
 class TestMemoryCursor(MemoryFactories, CursorSuite):
     """CursorSuite on MemoryStore (the two handles are one object)."""
+
+
+class TestMemoryLeases(MemoryFactories, LeaseSuite):
+    """LeaseSuite on MemoryStore."""
+
+
+class TestMemoryAuditQuery(MemoryFactories, AuditQuerySuite):
+    """AuditQuerySuite on MemoryStore."""
+
+
+class TestMemoryImportTarget(MemoryFactories, ImportTargetSuite):
+    """ImportTargetSuite on MemoryStore."""
+
+
+class TestMemorySweepHistory(MemoryFactories, SweepHistorySuite):
+    """SweepHistorySuite on MemoryStore."""
 
 
 class TestMemoryBatch(MemoryFactories, BatchSuite):

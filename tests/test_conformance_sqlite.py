@@ -7,15 +7,19 @@ from pathlib import Path
 from sqlstore import SQLiteStore
 from sqlstore.conformance import (
     ApplySuite,
+    AuditQuerySuite,
     BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
     TailSuite,
     VersionSuite,
 )
@@ -65,6 +69,22 @@ class TestSQLiteEventLog(SQLiteFactories, EventLogSuite):
 
 class TestSQLiteCursor(SQLiteFactories, CursorSuite):
     """CursorSuite on SQLiteStore, including a second handle and a second OS process."""
+
+
+class TestSQLiteLeases(SQLiteFactories, LeaseSuite):
+    """LeaseSuite on SQLiteStore."""
+
+
+class TestSQLiteAuditQuery(SQLiteFactories, AuditQuerySuite):
+    """AuditQuerySuite on SQLiteStore."""
+
+
+class TestSQLiteImportTarget(SQLiteFactories, ImportTargetSuite):
+    """ImportTargetSuite on SQLiteStore."""
+
+
+class TestSQLiteSweepHistory(SQLiteFactories, SweepHistorySuite):
+    """SweepHistorySuite on SQLiteStore."""
 
 
 class TestSQLiteBatch(SQLiteFactories, BatchSuite):

@@ -17,12 +17,13 @@ import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget
-from sqlstore.errors import SessionAlreadyExists, StoreError, VersionConflict
+from sqlstore.errors import LeaseHeld, SessionAlreadyExists, StoreError, VersionConflict
 from sqlstore.events import Event
 from sqlstore.model import Principal
 from sqlstore.ports import Store
@@ -71,6 +72,14 @@ def _follow(
         return [record.to_json() for record in reader]
     finally:
         timer.cancel()
+
+
+def _acquire(store: Store, session_id: str, owner: str, ttl_s: float) -> int | str:
+    """Take a lease; return its token, or ``"held"`` when another owner holds it."""
+    try:
+        return store.leases.acquire(session_id, owner, timedelta(seconds=ttl_s)).token
+    except LeaseHeld:
+        return "held"
 
 
 def _append_batches(
@@ -171,6 +180,8 @@ def serve(target: ProcessTarget, conn: Connection, barrier: Barrier | None) -> N
                     reply = None
                 elif op == "follow":
                     reply = _follow(conn, store, *args)
+                elif op == "acquire":
+                    reply = _acquire(store, *args)
                 elif op == "append_batches":
                     reply = _append_batches(conn, store, *args)
                 elif op == "race_save":

@@ -17,6 +17,8 @@ from sqlstore.changes import Applied, prepare
 from sqlstore.events import Event
 from sqlstore.memory.audit import MemoryAudit, MemoryLeases
 from sqlstore.memory.events import MemoryEvents
+from sqlstore.memory.history import MemoryHistory
+from sqlstore.memory.imports import MemoryImports
 from sqlstore.memory.sessions import MemorySessions
 from sqlstore.memory.state import MemoryState
 from sqlstore.memory.units import apply_changes
@@ -25,7 +27,13 @@ from sqlstore.session import Session
 
 
 class MemoryStore(Closeable):
-    """An in-process store with the same contracts as ``SQLiteStore`` (nothing persists)."""
+    """An in-process store with the same contracts as ``SQLiteStore`` (nothing persists).
+
+    Capabilities: ``imports`` (an import target) and ``history`` (sweep
+    records, gone with the store); ``housekeeping`` is None (no file to share).
+    """
+
+    housekeeping: None = None
 
     def __init__(self) -> None:
         self._state = MemoryState()
@@ -33,6 +41,8 @@ class MemoryStore(Closeable):
         self.sessions = MemorySessions(self._state, self.events)
         self.audit = MemoryAudit(self._state)
         self.leases = MemoryLeases(self._state)
+        self.imports = MemoryImports(self._state, self.sessions, self.events, self.audit)
+        self.history = MemoryHistory(self._state)
 
     def apply(
         self,

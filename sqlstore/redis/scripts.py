@@ -207,13 +207,18 @@ IMPORT = """#!lua
 --       audit-ids, audit-seq, job items
 -- ARGV: 1 overwrite, 2 item, 3 row if imported, 4 row if exists, 5 prefix, 6 session_id,
 --       7 blob, 8 mtime_ns, 9 meta, 10 cmp, 11 owner_scope, 12 page_prefix, 13 age_prefix,
---       14 hexid, 15 generation, 16 record count, 17 audit count,
+--       14 hexid, 15 generation, 16 record count, 17 audit count, 18 spare generation,
 --       then (kind, body) per record, then one '<json>' per audit row.
 -- Returns 1 when imported, 0 when the id exists and overwrite is off (only the row written).
+-- "Exists" (the ImportTarget contract): a snapshot, an event log or audit rows.
 local skey = KEYS[1]
-if redis.call('EXISTS', skey) == 1 and ARGV[1] ~= '1' then
+if redis.call('EXISTS', skey, KEYS[2], KEYS[3], KEYS[4]) > 0 and ARGV[1] ~= '1' then
   redis.call('HSET', KEYS[11], ARGV[2], ARGV[4])
   return 0
+end
+local generation = ARGV[15]
+if redis.call('GET', KEYS[3]) == generation then
+  generation = ARGV[18]  -- a replaced log never keeps its generation
 end
 local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')
 if old[1] then
@@ -225,8 +230,8 @@ redis.call('DEL', skey, KEYS[2], KEYS[3], KEYS[4])
 redis.call('SREM', KEYS[9], ARGV[6])
 local records = tonumber(ARGV[16])
 local audits = tonumber(ARGV[17])
-if records > 0 then redis.call('SET', KEYS[3], ARGV[15]) end
-local at = 18
+if records > 0 then redis.call('SET', KEYS[3], generation) end
+local at = 19
 for i = 1, records do
   redis.call('XADD', KEYS[2], i .. '-0', 'k', ARGV[at], 'b', ARGV[at + 1])
   at = at + 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.changes import Applied, prepare
@@ -12,13 +12,12 @@ from sqlstore.ports import Closeable
 from sqlstore.redis.audit import RedisAudit, RedisLeases
 from sqlstore.redis.connection import Connection
 from sqlstore.redis.events import RedisEvents
+from sqlstore.redis.history import RedisHistory
+from sqlstore.redis.imports import RedisImports
 from sqlstore.redis.keys import DEFAULT_PREFIX
 from sqlstore.redis.sessions import RedisSessions
 from sqlstore.redis.units import apply_unit
 from sqlstore.session import Session
-
-if TYPE_CHECKING:
-    from sqlstore.redis.imports import RedisImports
 
 
 class RedisStore(Closeable):
@@ -53,12 +52,14 @@ class RedisStore(Closeable):
         self.sessions = RedisSessions(self.conn, self.events)
         self.audit = RedisAudit(self.conn)
         self.leases = RedisLeases(self.conn)
+        self.imports = RedisImports(self.conn)
+        self.history = RedisHistory(self.conn)
+
+    housekeeping: None = None
 
     def import_target(self) -> RedisImports:
-        """Return the import target ``sqlstore migrate`` and ``copy_store`` write through."""
-        from sqlstore.redis.imports import RedisImports
-
-        return RedisImports(self)
+        """Return ``self.imports`` (the name used before ``store.imports`` existed)."""
+        return self.imports
 
     def apply(
         self,

@@ -14,6 +14,9 @@ from sqlstore.sqlite.audit import SQLiteAudit, SQLiteLeases
 from sqlstore.sqlite.connection import BUSY_TIMEOUT_MS, Durability
 from sqlstore.sqlite.database import Database
 from sqlstore.sqlite.events import SQLiteEvents
+from sqlstore.sqlite.history import SQLiteHistory
+from sqlstore.sqlite.housekeeping import SQLiteHousekeeping
+from sqlstore.sqlite.imports import SQLiteImports
 from sqlstore.sqlite.sessions import SQLiteSessions
 from sqlstore.sqlite.units import apply_changes
 
@@ -35,6 +38,10 @@ class SQLiteStore(Closeable):
         readonly: never write: no file is created, no schema is created or
             upgraded, and every write raises ``StoreReadOnly`` (for inspection
             commands such as ``sqlstore ls``).
+
+    Capabilities: ``imports`` (import target, one transaction per batch),
+    ``history`` (the ``retention_runs`` table) and ``housekeeping`` (pacing,
+    checkpoint and shrink for large sweeps).
 
     Many stores — in threads, processes, the CLI and the retention daemon — may
     open the same file at once. Concurrent writes from threads of one store are
@@ -66,6 +73,13 @@ class SQLiteStore(Closeable):
         self.sessions = SQLiteSessions(self.db, self.events)
         self.audit = SQLiteAudit(self.db)
         self.leases = SQLiteLeases(self.db)
+        self.imports = SQLiteImports(self.db)
+        self.history = SQLiteHistory(self.db)
+
+    @property
+    def housekeeping(self) -> SQLiteHousekeeping:
+        """Pacing, checkpoint and shrink for large sweeps (made on access: no reference cycle)."""
+        return SQLiteHousekeeping(self)
 
     def apply(
         self,
