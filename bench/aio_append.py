@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness import (
@@ -43,35 +45,42 @@ TASKS = 64
 SESSIONS = 8
 
 
-def one_task(directory: Path, count: int, block: int, tag: str) -> dict[str, float]:
-    """Return appends/s of one sync thread and of one task on an AsyncStore, interleaved."""
-    events = [Event("message", i, 1, event_text(i), "run-0001") for i in range(256)]
+@contextmanager
+def side_by_side(
+    directory: Path, name: str
+) -> Iterator[tuple[asyncio.AbstractEventLoop, SQLiteStore, sqlstore.aio.AsyncStore]]:
+    """Yield an event loop, a sync store and an AsyncStore on two files of one directory."""
     loop = asyncio.new_event_loop()
     try:
-        with SQLiteStore(directory / f"one-sync-{tag}.db") as sync:
-            astore = loop.run_until_complete(
-                sqlstore.aio.open(str(directory / f"one-aio-{tag}.db"))
-            )
+        with SQLiteStore(directory / f"{name}-sync.db") as sync:
+            astore = loop.run_until_complete(sqlstore.aio.open(str(directory / f"{name}-aio.db")))
             try:
-                sync.events.append_event("s", events[0])  # warm-up
-                loop.run_until_complete(astore.events.append_event("s", events[0]))
-
-                async def aio_block(k: int) -> None:
-                    for i in range(k):
-                        await astore.events.append_event("s", events[i & 255])
-
-                def sync_block(k: int) -> None:
-                    for i in range(k):
-                        sync.events.append_event("s", events[i & 255])
-
-                def aio_runner(k: int) -> None:
-                    loop.run_until_complete(aio_block(k))
-
-                rates = interleave({"sync": sync_block, "aio": aio_runner}, count, block)
+                yield loop, sync, astore
             finally:
                 loop.run_until_complete(astore.aclose())
     finally:
         loop.close()
+
+
+def one_task(directory: Path, count: int, block: int, tag: str) -> dict[str, float]:
+    """Return appends/s of one sync thread and of one task on an AsyncStore, interleaved."""
+    events = [Event("message", i, 1, event_text(i), "run-0001") for i in range(256)]
+    with side_by_side(directory, f"one-{tag}") as (loop, sync, astore):
+        sync.events.append_event("s", events[0])  # warm-up
+        loop.run_until_complete(astore.events.append_event("s", events[0]))
+
+        async def aio_block(k: int) -> None:
+            for i in range(k):
+                await astore.events.append_event("s", events[i & 255])
+
+        def sync_block(k: int) -> None:
+            for i in range(k):
+                sync.events.append_event("s", events[i & 255])
+
+        def aio_runner(k: int) -> None:
+            loop.run_until_complete(aio_block(k))
+
+        rates = interleave({"sync": sync_block, "aio": aio_runner}, count, block)
     return rates
 
 
@@ -116,34 +125,24 @@ def many_tasks(directory: Path, seconds: float, windows: int, tag: str) -> dict[
     events = [Event("message", i, 1, event_text(i), "run-0001") for i in range(256)]
     made = {"threads": 0, "tasks": 0}
     spent = {"threads": 0.0, "tasks": 0.0}
-    loop = asyncio.new_event_loop()
-    try:
-        with SQLiteStore(directory / f"many-sync-{tag}.db") as sync:
-            astore = loop.run_until_complete(
-                sqlstore.aio.open(str(directory / f"many-aio-{tag}.db"))
-            )
-            try:
-                for n in range(SESSIONS):
-                    sync.sessions.create(Session.new(f"s{n}"))
-                    loop.run_until_complete(astore.sessions.create(Session.new(f"s{n}")))
+    with side_by_side(directory, f"many-{tag}") as (loop, sync, astore):
+        for n in range(SESSIONS):
+            sync.sessions.create(Session.new(f"s{n}"))
+            loop.run_until_complete(astore.sessions.create(Session.new(f"s{n}")))
 
-                def threads_side() -> int:
-                    return threads_window(sync, seconds / windows, events)
+        def threads_side() -> int:
+            return threads_window(sync, seconds / windows, events)
 
-                def tasks_side() -> int:
-                    return loop.run_until_complete(tasks_window(astore, seconds / windows, events))
+        def tasks_side() -> int:
+            return loop.run_until_complete(tasks_window(astore, seconds / windows, events))
 
-                sides = {"threads": threads_side, "tasks": tasks_side}
-                for window in range(windows):
-                    order = ["threads", "tasks"] if window % 2 == 0 else ["tasks", "threads"]
-                    for name in order:  # the side that goes first alternates
-                        started = time.perf_counter()
-                        made[name] += sides[name]()
-                        spent[name] += time.perf_counter() - started
-            finally:
-                loop.run_until_complete(astore.aclose())
-    finally:
-        loop.close()
+        sides = {"threads": threads_side, "tasks": tasks_side}
+        for window in range(windows):
+            order = ["threads", "tasks"] if window % 2 == 0 else ["tasks", "threads"]
+            for name in order:  # the side that goes first alternates
+                started = time.perf_counter()
+                made[name] += sides[name]()
+                spent[name] += time.perf_counter() - started
     return {name: made[name] / spent[name] for name in made}
 
 
