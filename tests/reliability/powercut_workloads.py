@@ -1,0 +1,361 @@
+"""Workloads run under the recording VFS: ``python powercut_workloads.py SCENARIO DIR [SOURCE]``.
+
+Each scenario prepares its starting files (if any) with the normal VFS, then
+starts a :class:`~lossy_vfs.Recorder` on DIR, runs the library calls under test
+bracketed by ``rec.op`` and writes ``DIR/trace.pkl``. Sequential scenarios add a
+``state`` mark (the digest of :func:`powercut_state.dump`) after every
+acknowledged call. The ``control-*`` scenarios break one durability rule on
+purpose; the battery must report them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lossy_vfs import Recorder  # noqa: E402
+from powercut_state import dump  # noqa: E402
+
+from sqlstore import Event, Session, SQLiteStore, ToolCallRecord  # noqa: E402
+from sqlstore.errors import StoreError  # noqa: E402
+
+DB = "store.db"
+
+
+def noise(n: int, seed: str) -> str:
+    """``n`` characters of incompressible-looking text (large snapshots, big events)."""
+    out = []
+    block = seed.encode()
+    while sum(map(len, out)) < n:
+        block = hashlib.sha256(block).digest()
+        out.append(block.hex())
+    return "".join(out)[:n]
+
+
+def snapshot(sid: str, title: str, size: int = 0) -> Session:
+    """A session whose snapshot carries ``size`` characters of prompt text."""
+    session = Session.new(sid, title=title)
+    if size:
+        session.begin_turn()
+        session.record_user_prompt(noise(size, title))
+    return session
+
+
+def state(rec: Recorder, store: SQLiteStore | None, last: str = "") -> str:
+    """Mark the store's logical state after an acknowledged call (``last`` when it is closed)."""
+    digest = last if store is None else str(store.db.read(dump)["digest"])
+    rec.mark("state", digest=digest)
+    return digest
+
+
+# -- sequential ------------------------------------------------------------------
+
+
+def mixed(root: str, durability: str = "full", sync_off: bool = False) -> Recorder:
+    """Appends, large snapshot saves, creates, audit rows, a close and reopen."""
+    rec = Recorder(root)
+    rec.install()
+    path = os.path.join(root, DB)
+    with rec.op("open"):
+        store = SQLiteStore(path, durability=durability)  # type: ignore[arg-type]
+    if sync_off:
+        store.db._writer.execute("PRAGMA synchronous=OFF")
+    last = state(rec, store)
+    for step in range(36):
+        sid = f"m{step % 3}"
+        kind = step % 6
+        if step == 20:
+            with rec.op("close", barrier=True):
+                store.close()
+            state(rec, None, last)
+            with rec.op("open"):
+                store = SQLiteStore(path, durability=durability)  # type: ignore[arg-type]
+            if sync_off:
+                store.db._writer.execute("PRAGMA synchronous=OFF")
+            state(rec, store)
+        if kind in (0, 3, 5):
+            with rec.op("append", sid=sid, seq=step):
+                store.events.append_event(sid, Event("tick", seq=step, text=f"m{step}"))
+        elif kind == 1:
+            with rec.op("save", sid=sid):
+                store.sessions.save(snapshot(sid, f"{sid}-{step}", 40_000 + 3_000 * step))
+        elif kind == 2:
+            with rec.op("create", sid=f"new{step}"):
+                store.sessions.create(snapshot(f"new{step}", f"created {step}"))
+        else:
+            with rec.op("record", sid=sid):
+                store.audit.record(ToolCallRecord(session_id=sid, call_id=f"c{step}", tool="t"))
+        last = state(rec, store)
+    with rec.op("close", barrier=True):
+        store.close()
+    return rec
+
+
+def vacuum(root: str) -> Recorder:
+    """Full ``VACUUM`` and ``incremental_vacuum`` on a file with deleted sessions, writes between."""
+    from sqlstore.sqlite.maintenance import vacuum as run_vacuum
+
+    path = os.path.join(root, DB)
+    with SQLiteStore(path) as store:
+        for i in range(24):
+            sid = f"v{i:02d}"
+            store.sessions.create(snapshot(sid, sid, 3_000))
+            store.events.append_event(sid, Event("big", seq=i, text=noise(6_000, sid)))
+        for i in range(0, 24, 3):
+            store.sessions.delete(f"v{i:02d}")
+    os.sync()
+    rec = Recorder(root)
+    rec.install()
+    with rec.op("open"):
+        store = SQLiteStore(path)
+    state(rec, store)
+    for n, incremental in enumerate((False, True, False)):
+        with rec.op("vacuum", incremental=incremental):
+            run_vacuum(store, incremental=incremental)
+        state(rec, store)
+        with rec.op("append", sid="v01"):
+            store.events.append_event("v01", Event("after", seq=n, text=f"after{n}"))
+        state(rec, store)
+        with rec.op("delete", sid=f"v{3 * n + 1:02d}"):
+            store.sessions.delete(f"v{3 * n + 1:02d}")
+        state(rec, store)
+    with rec.op("close", barrier=True):
+        store.close()
+    return rec
+
+
+# -- group commit ----------------------------------------------------------------
+
+THREADS = 4
+APPENDS = 24
+RACES = 5
+
+
+def group(root: str, early_wake: bool = False) -> Recorder:
+    """Threads of one store append to their own logs and race ``create`` on shared ids."""
+    rec = Recorder(root)
+    rec.install()
+    if early_wake:
+        _break_group_commit()
+    with rec.op("open"):
+        store = SQLiteStore(os.path.join(root, DB))
+    barrier = threading.Barrier(THREADS)
+
+    def worker(index: int) -> None:
+        sid = f"g{index}"
+        for seq in range(APPENDS):
+            with rec.op("append", sid=sid, seq=seq, tag=f"{seq}:t{index}"):
+                store.events.append_event(sid, Event("tick", seq=seq, text=f"t{index}"))
+            if seq % (APPENDS // RACES) == 0 and seq // (APPENDS // RACES) < RACES:
+                race = f"race{seq // (APPENDS // RACES)}"
+                barrier.wait()
+                try:
+                    with rec.op("create", sid=race, title=f"by {index}"):
+                        store.sessions.create(snapshot(race, f"by {index}", 2_000))
+                except StoreError:
+                    pass
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    with rec.op("close", barrier=True):
+        store.close()
+    return rec
+
+
+def _break_group_commit() -> None:
+    """Control: queued callers are woken (and return) before their batch's COMMIT."""
+    import time
+
+    from sqlstore.sqlite import database
+
+    real = database.Database._transaction
+
+    def early(self: Any, ops: Any, *, isolate: bool) -> bool:
+        for op in ops:
+            if isinstance(op, database._Op):
+                op.finished = True
+                op.wake.set()
+        time.sleep(0.002)  # the woken callers acknowledge before the commit below
+        return real(self, ops, isolate=isolate)  # type: ignore[no-any-return]
+
+    database.Database._transaction = early  # type: ignore[method-assign]
+
+
+# -- retention -------------------------------------------------------------------
+
+SWEPT = 40
+KEEP = 25
+
+
+def _sweep_setup(root: str) -> None:
+    """40 small idle sessions (interleaved ids, so deletions free no whole page) + 3 running."""
+    with SQLiteStore(os.path.join(root, DB)) as store:
+        for i in range(SWEPT):
+            sid = f"s{(i * 7) % SWEPT:02d}"
+            store.sessions.create(snapshot(sid, sid))
+            for seq in range(2):
+                store.events.append_event(sid, Event("tick", seq=seq, text=f"{sid}"))
+            store.audit.record(ToolCallRecord(session_id=sid, call_id=f"a{sid}", tool="t"))
+        for i in range(3):
+            busy = Session.new(f"run{i}", title="running")
+            busy.begin_turn()
+            store.sessions.create(busy)
+    os.sync()
+
+
+def sweep(root: str, variant: str = "plain", no_final_sync: bool = False) -> Recorder:
+    """A retention sweep: ``plain``, ``pinned`` (a reader pins the WAL), ``appenders``, ``cli``."""
+    import retention
+
+    _sweep_setup(root)
+    rec = Recorder(root)
+    rec.install()
+    if no_final_sync:
+        import retention.sweep as sweep_module
+
+        sweep_module._sync_wal = lambda path, tally: None  # type: ignore[assignment]
+    if variant == "split":
+        _split_deletions()
+    path = os.path.join(root, DB)
+    with rec.op("open"):
+        store = SQLiteStore(path)
+    policy = retention.Policy(main=retention.Rule(max_count=KEEP), acknowledge_main_deletion=True)
+    planned = [e.meta.id for e in retention.plan(store, policy).entries]
+    rec.mark("planned", ids=planned)
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    if variant == "appenders":
+        for sid in planned[:2]:  # written after planning: the sweep must keep them
+            with rec.op("append", sid=sid, seq=9, tag=f"9:late-{sid}"):
+                store.events.append_event(sid, Event("late", seq=9, text=f"late-{sid}"))
+        threads = [
+            threading.Thread(target=_appender, args=(rec, store, f"run{i}", stop)) for i in range(2)
+        ]
+    pin = None
+    if variant in ("pinned",):
+        import apsw
+
+        pin = apsw.Connection(path)
+        pin.execute("BEGIN")
+        pin.execute("SELECT count(*) FROM events").fetchall()
+    for thread in threads:
+        thread.start()
+    if variant == "cli":
+        _prune_cli(rec, path, store)
+    else:
+        with rec.op("sweep") as ack:
+            report = retention.sweep(store, retention.plan(store, policy))
+            ack["deleted"] = _gone(store, planned)
+            ack["count"] = report.deleted
+    stop.set()
+    for thread in threads:
+        thread.join()
+    if pin is not None:
+        pin.execute("COMMIT")
+        pin.close()
+    with rec.op("append", sid="run0", seq=99, tag="99:after"):
+        store.events.append_event("run0", Event("after", seq=99, text="after"))
+    with rec.op("close", barrier=True):
+        store.close()
+    return rec
+
+
+def _gone(store: SQLiteStore, ids: list[str]) -> list[str]:
+    present = {s.id for s in store.sessions.list()}
+    return [sid for sid in ids if sid not in present]
+
+
+def _appender(rec: Recorder, store: SQLiteStore, sid: str, stop: threading.Event) -> None:
+    seq = 0
+    while not stop.is_set() or seq < 5:
+        with rec.op("append", sid=sid, seq=seq, tag=f"{seq}:{sid}"):
+            store.events.append_event(sid, Event("tick", seq=seq, text=sid))
+        seq += 1
+
+
+def _prune_cli(rec: Recorder, path: str, store: SQLiteStore) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    args = ["--db", path, "--json", "prune", "--kind", "main", "--keep", str(KEEP)]
+    args += ["--yes", "--acknowledge-main-deletion"]
+    with rec.op("sweep", via="sqlstore prune") as ack:
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        planned = next(m for m in rec.trace if m[0] == "mark" and m[1] == "planned")[2]["ids"]
+        ack["deleted"] = _gone(store, planned)
+        ack["count"] = json.loads(result.output).get("deleted")
+
+
+def _split_deletions() -> None:
+    """Control: a session's events are deleted in one commit, the rest in a second."""
+    from sqlstore.sqlite.sessions import SQLiteSessions
+
+    real = SQLiteSessions.delete_many_if_unchanged
+
+    def split(self: Any, expected: Any, **kwargs: Any) -> Any:
+        ids = [meta.id for meta in expected]
+
+        def events_first(conn: Any) -> None:
+            for sid in ids:
+                conn.execute("DELETE FROM events WHERE session_id = ?", (sid,))
+
+        self._db.write(events_first)
+        return real(self, expected, **kwargs)
+
+    SQLiteSessions.delete_many_if_unchanged = split  # type: ignore[method-assign]
+
+
+# -- migrate ---------------------------------------------------------------------
+
+
+def migrate(root: str, source: str) -> Recorder:
+    """``run_migration`` of a run-log directory in batches of 3 (SOURCE is made by the test)."""
+    from sqlstore.migrate import run_migration
+
+    rec = Recorder(root)
+    rec.install()
+    with rec.op("open"):
+        store = SQLiteStore(os.path.join(root, DB))
+    with rec.op("migrate", source=source) as ack:
+        report = run_migration(store, source, batch_sessions=3)
+        ack["imported"] = report.imported
+    rec.mark("content", digest=store.db.read(lambda c: dump(c, content_only=True))["digest"])
+    with rec.op("close", barrier=True):
+        store.close()
+    return rec
+
+
+SCENARIOS: dict[str, Callable[..., Recorder]] = {
+    "mixed": mixed,
+    "mixed-normal": lambda root: mixed(root, "normal"),
+    "vacuum": vacuum,
+    "group": group,
+    "sweep": sweep,
+    "sweep-pinned": lambda root: sweep(root, "pinned"),
+    "sweep-appenders": lambda root: sweep(root, "appenders"),
+    "sweep-cli": lambda root: sweep(root, "cli"),
+    "migrate": migrate,
+    "control-sync-off": lambda root: mixed(root, sync_off=True),
+    "control-early-wake": lambda root: group(root, early_wake=True),
+    "control-sweep-no-sync": lambda root: sweep(root, "pinned", no_final_sync=True),
+    "control-split-delete": lambda root: sweep(root, "split"),
+}
+
+
+if __name__ == "__main__":
+    name, directory, *rest = sys.argv[1:]
+    recorder = SCENARIOS[name](directory, *rest)
+    recorder.save(os.path.join(directory, "trace.pkl"), scenario=name)
