@@ -11,8 +11,9 @@ of what could be lost if power failed at that moment:
   exist, or a file of the directory that first shows up (the database file is
   created by ``sqlstore.sqlite.connection.prepare_path`` with ``os.open``);
 * ``("write", path, offset, bytes)`` and ``("trunc", path, size)``;
-* ``("sync", path)`` — ``xSync`` of the file, or an ``os.fsync`` the library does
-  itself (``os.fsync`` is wrapped: it records, then calls the real one);
+* ``("sync", path)`` — ``xSync`` of the file; ``("sync", path, "os.fsync")`` — an
+  ``os.fsync`` the library does itself (``os.fsync`` is wrapped: it calls the
+  real one, then records);
 * ``("dirsync", directory)`` — the directory syncs SQLite asks for: the unix VFS
   fsyncs the directory on the first ``xSync`` of a journal or WAL handle opened
   with ``SQLITE_OPEN_CREATE`` (``UNIXFILE_DIRSYNC`` in ``os_unix.c``; verified
@@ -85,7 +86,7 @@ class Recorder:
             self._real_fsync(number)
             if self.tracked(path):
                 self.saw(path)
-                self.trace.append(("sync", path))
+                self.trace.append(("sync", path, "os.fsync"))
 
     # -- file events -------------------------------------------------------------
 

@@ -181,7 +181,7 @@ def run(
             seen[key].append((cut, mode))
     results = checker.finish()
     base_key = next(key for key, where in seen.items() if (0, "synced/kept") in where)
-    base = results[base_key]["sessions"]
+    base = results[base_key]
     outcome = Outcome(
         scenario, len(trace), len(timeline.calls), len(points), len(points) * len(MODES), len(seen)
     )

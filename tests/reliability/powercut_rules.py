@@ -82,9 +82,12 @@ def basic(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def sequential(tl: Timeline, cut: int, result: dict[str, Any], *, durable: bool) -> list[str]:
+def sequential(
+    tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any], *, durable: bool
+) -> list[str]:
     """The image holds the state after some call, as durability allows.
 
+    ``base`` is the check of the starting files (the state before the first call).
     ``durable`` (``durability="full"``): the state after the last acknowledged
     call, or after the call in flight. Otherwise (``"normal"``): the state after
     any call since the last acknowledged ``barrier`` call (a close, which
@@ -92,7 +95,7 @@ def sequential(tl: Timeline, cut: int, result: dict[str, Any], *, durable: bool)
     """
     positions = [pos for pos, _ in tl.states]
     here = bisect.bisect_left(positions, cut)
-    history = [EMPTY] + [digest for _, digest in tl.states[:here]]
+    history = [base.get("digest", EMPTY)] + [digest for _, digest in tl.states[:here]]
     allowed = {history[-1]}
     if not durable:
         barrier = max(
@@ -123,7 +126,7 @@ def logs(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) -
         if call.kind == "append":
             by_sid.setdefault(call.info["sid"], []).append(call)
     for sid, calls in by_sid.items():
-        before = base.get(sid, {}).get("events", [])
+        before = base.get("sessions", {}).get(sid, {}).get("events", [])
         found = result["sessions"].get(sid, {}).get("events", [])
         tags = [str(c.info.get("tag", f"{c.info['seq']}:")) for c in calls if not c.failed]
         acked = sum(1 for c in calls if c.acked_by(cut))
@@ -173,7 +176,7 @@ def whole_or_gone(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str
     planned = set(tl.marks.get("planned", (0, {"ids": []}))[1]["ids"])
     sweeps = [c for c in tl.calls if c.kind == "sweep" and c.acked_by(cut)]
     reported = {sid for c in sweeps for sid in (c.ack or {}).get("deleted", [])}
-    for sid, was in base.items():
+    for sid, was in base["sessions"].items():
         found = result["sessions"].get(sid)
         if found is None:
             if sid not in planned:

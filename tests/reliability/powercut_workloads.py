@@ -194,6 +194,7 @@ def _break_group_commit() -> None:
 
 SWEPT = 40
 KEEP = 25
+KEEP_PINNED = 38
 
 
 def _sweep_setup(root: str) -> None:
@@ -220,16 +221,19 @@ def sweep(root: str, variant: str = "plain", no_final_sync: bool = False) -> Rec
     rec = Recorder(root)
     rec.install()
     if no_final_sync:
-        import retention.sweep as sweep_module
-
-        sweep_module._sync_wal = lambda path, tally: None  # type: ignore[assignment]
+        # (``retention.sweep`` is the function; the module is in sys.modules.)
+        sys.modules["retention.sweep"]._sync_wal = lambda path, tally: None  # type: ignore[attr-defined]
     if variant == "split":
         _split_deletions()
     path = os.path.join(root, DB)
     with rec.op("open"):
         store = SQLiteStore(path)
-    policy = retention.Policy(main=retention.Rule(max_count=KEEP), acknowledge_main_deletion=True)
-    planned = [e.meta.id for e in retention.plan(store, policy).entries]
+    # With a pinned WAL, few deletions: they free no page, so the incremental vacuum
+    # after the sweep commits nothing and only the sweep's own fsync makes them durable.
+    keep = KEEP_PINNED if variant == "pinned" else KEEP
+    policy = retention.Policy(main=retention.Rule(max_count=keep), acknowledge_main_deletion=True)
+    chosen = retention.plan(store, policy)
+    planned = [e.meta.id for e in chosen.entries]
     rec.mark("planned", ids=planned)
     stop = threading.Event()
     threads: list[threading.Thread] = []
@@ -253,7 +257,7 @@ def sweep(root: str, variant: str = "plain", no_final_sync: bool = False) -> Rec
         _prune_cli(rec, path, store)
     else:
         with rec.op("sweep") as ack:
-            report = retention.sweep(store, retention.plan(store, policy))
+            report = retention.sweep(store, chosen)
             ack["deleted"] = _gone(store, planned)
             ack["count"] = report.deleted
     stop.set()
@@ -319,6 +323,31 @@ def _split_deletions() -> None:
 
 
 # -- migrate ---------------------------------------------------------------------
+
+
+def make_runs(folder: str, count: int = 12) -> None:
+    """Write ``count`` openzot run logs (a prompt, two tool calls, a result) into ``folder``."""
+    import json
+
+    os.makedirs(folder, exist_ok=True)
+    at = "2026-12-01T00:00:00Z"
+    for index in range(count):
+        run_id = f"20261201-{index:06d}"
+        lines: list[dict[str, Any]] = [
+            {"kind": "meta", "at": at, "meta": {"id": run_id, "task": f"task {index}"}},
+            {"kind": "message", "at": at, "message": {"type": "user", "text": noise(600, run_id)}},
+        ]
+        for call in range(2):
+            request = {"kind": "request", "id": f"c{call}", "name": "bash", "arguments": "{}"}
+            response = {**request, "kind": "response", "result": "ok" * 40, "failure": ""}
+            response.pop("arguments")
+            for activity in (request, response):
+                message = {"type": "activity", "text": "", "activity": activity}
+                lines.append({"kind": "message", "at": at, "message": message})
+            lines.append({"kind": "event", "at": at, "event": {"kind": "tool", "tool": "bash"}})
+        lines.append({"kind": "result", "at": at, "result": {"reason": "done", "code": 0}})
+        with open(os.path.join(folder, f"{run_id}.jsonl"), "w", encoding="utf-8") as handle:
+            handle.write("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def migrate(root: str, source: str) -> Recorder:
