@@ -41,7 +41,9 @@ import apsw
 
 NAME = "lossy"
 BASE = "unix"
-DIRSYNC_TYPES = apsw.SQLITE_OPEN_MAIN_JOURNAL | apsw.SQLITE_OPEN_WAL | apsw.SQLITE_OPEN_SUPER_JOURNAL
+DIRSYNC_TYPES = (
+    apsw.SQLITE_OPEN_MAIN_JOURNAL | apsw.SQLITE_OPEN_WAL | apsw.SQLITE_OPEN_SUPER_JOURNAL
+)
 
 Trace = list[tuple[Any, ...]]
 
@@ -92,9 +94,7 @@ class Recorder:
 
     def tracked(self, path: str | None) -> bool:
         """True for a file of the scenario directory other than ``-shm``."""
-        return (
-            path is not None and os.path.dirname(path) == self.root and not path.endswith("-shm")
-        )
+        return path is not None and os.path.dirname(path) == self.root and not path.endswith("-shm")
 
     def saw(self, path: str) -> None:
         """Record the creation of a file seen for the first time (caller holds the lock)."""
@@ -149,11 +149,11 @@ class LossyVFS(apsw.VFS):  # type: ignore[misc]
         self.recorder = recorder
         super().__init__(NAME, BASE, makedefault=True)
 
-    def xOpen(self, name: object, flags: list[int]) -> apsw.VFSFile:  # noqa: N802
+    def xOpen(self, name: object, flags: list[int]) -> apsw.VFSFile:
         """Open through the unix VFS; record a creation."""
         return LossyFile(self.recorder, name, flags)
 
-    def xDelete(self, filename: str, syncdir: bool) -> None:  # noqa: N802
+    def xDelete(self, filename: str, syncdir: bool) -> None:
         """Delete, recording the deletion and (with ``syncdir``) the directory sync."""
         rec = self.recorder
         with rec.lock:
@@ -179,21 +179,21 @@ class LossyFile(apsw.VFSFile):  # type: ignore[misc]
                 assert self.path is not None
                 recorder.saw(self.path)
 
-    def xWrite(self, data: bytes, offset: int) -> None:  # noqa: N802
+    def xWrite(self, data: bytes, offset: int) -> None:
         """Write, then record the bytes."""
         with self.rec.lock:
             super().xWrite(data, offset)
             if self.on:
                 self.rec.trace.append(("write", self.path, offset, bytes(data)))
 
-    def xTruncate(self, newsize: int) -> None:  # noqa: N802
+    def xTruncate(self, newsize: int) -> None:
         """Truncate, then record the new size."""
         with self.rec.lock:
             super().xTruncate(newsize)
             if self.on:
                 self.rec.trace.append(("trunc", self.path, newsize))
 
-    def xSync(self, flags: int) -> None:  # noqa: N802
+    def xSync(self, flags: int) -> None:
         """Sync, then record it (and the directory sync the unix VFS adds)."""
         with self.rec.lock:
             super().xSync(flags)

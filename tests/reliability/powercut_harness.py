@@ -1,6 +1,6 @@
 """Run a power-cut scenario end to end: record, replay into images, check, apply the rules.
 
-1. :func:`record` runs the workload (``powercut_workloads.py``) in a child process
+1. :func:`record` runs the workload (``powercut_child.py``) in a child process
    under the recording VFS and loads its trace.
 2. :func:`run` chooses cut points (:func:`powercut.cut_points`), materialises each
    in every mode of :data:`powercut.MODES`, writes each distinct image once and
@@ -30,7 +30,7 @@ from tests.reliability.powercut import MODES, Replay, cut_points, digest
 from tests.reliability.powercut_rules import Timeline, basic
 
 HERE = Path(__file__).resolve().parent
-WORKLOADS = HERE / "powercut_workloads.py"
+WORKLOADS = HERE / "powercut_child.py"
 CHECKER = HERE / "powercut_check.py"
 DB = "store.db"
 BATCH = 160
@@ -110,7 +110,9 @@ class _Checker:
         jobs = self.scratch / f"jobs{self.count}.json"
         out = self.scratch / f"out{self.count}.json"
         jobs.write_text(json.dumps(self.batch))
-        proc = subprocess.Popen([sys.executable, str(CHECKER), str(jobs), str(out)], env=child_env())
+        proc = subprocess.Popen(
+            [sys.executable, str(CHECKER), str(jobs), str(out)], env=child_env()
+        )
         self.running = (proc, jobs, out)
         self.batch = []
 

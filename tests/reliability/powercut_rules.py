@@ -161,11 +161,15 @@ def creates(tl: Timeline, cut: int, result: dict[str, Any]) -> list[str]:
         elif "title" in calls[0].info and found["title"] not in titles:
             out.append(f"{sid}: created by {found['title']!r}, no such call had started")
         elif winners and "title" in winners[0].info and found["title"] != winners[0].info["title"]:
-            out.append(f"{sid}: {winners[0].info['title']!r} acknowledged, {found['title']!r} stored")
+            out.append(
+                f"{sid}: {winners[0].info['title']!r} acknowledged, {found['title']!r} stored"
+            )
     return out
 
 
-def whole_or_gone(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) -> list[str]:
+def whole_or_gone(
+    tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]
+) -> list[str]:
     """Each starting session is exactly as it was (apart from appends) or entirely gone.
 
     Sessions the sweep reported deleted are gone once it returned; sessions it

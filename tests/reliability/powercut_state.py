@@ -63,7 +63,7 @@ def dump(conn: apsw.Connection, *, content_only: bool = False) -> dict[str, Any]
     for name in names:
         if content_only and name not in _PARTS:
             continue
-        rows = list(conn.execute(f'SELECT * FROM "{name}" ORDER BY 1, 2'))  # noqa: S608
+        rows = list(conn.execute(f'SELECT * FROM "{name}" ORDER BY 1, 2'))
         everything[name] = [_content(name, row) if content_only else row for row in rows]
     sessions: dict[str, dict[str, Any]] = {}
 

@@ -1,4 +1,4 @@
-"""Workloads run under the recording VFS: ``python powercut_workloads.py SCENARIO DIR [SOURCE]``.
+"""Workloads run under the recording VFS (started by ``powercut_child.py``).
 
 Each scenario prepares its starting files (if any) with the normal VFS, then
 starts a :class:`~lossy_vfs.Recorder` on DIR, runs the library calls under test
@@ -14,16 +14,15 @@ import hashlib
 import os
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lossy_vfs import Recorder  # noqa: E402
-from powercut_state import dump  # noqa: E402
+from lossy_vfs import Recorder
+from powercut_state import dump
 
-from sqlstore import Event, Session, SQLiteStore, ToolCallRecord  # noqa: E402
-from sqlstore.errors import StoreError  # noqa: E402
+from sqlstore import Event, Session, SQLiteStore, ToolCallRecord
+from sqlstore.errors import StoreError
 
 DB = "store.db"
 
@@ -98,7 +97,7 @@ def mixed(root: str, durability: str = "full", sync_off: bool = False) -> Record
 
 
 def vacuum(root: str) -> Recorder:
-    """Full ``VACUUM`` and ``incremental_vacuum`` on a file with deleted sessions, writes between."""
+    """Full and incremental vacuums, with writes between, of a file with deleted sessions."""
     from sqlstore.sqlite.maintenance import vacuum as run_vacuum
 
     path = os.path.join(root, DB)
@@ -190,138 +189,6 @@ def _break_group_commit() -> None:
     database.Database._transaction = early  # type: ignore[method-assign]
 
 
-# -- retention -------------------------------------------------------------------
-
-SWEPT = 40
-KEEP = 25
-KEEP_PINNED = 38
-
-
-def _sweep_setup(root: str) -> None:
-    """40 small idle sessions (interleaved ids, so deletions free no whole page) + 3 running."""
-    with SQLiteStore(os.path.join(root, DB)) as store:
-        for i in range(SWEPT):
-            sid = f"s{(i * 7) % SWEPT:02d}"
-            store.sessions.create(snapshot(sid, sid))
-            for seq in range(2):
-                store.events.append_event(sid, Event("tick", seq=seq, text=f"{sid}"))
-            store.audit.record(ToolCallRecord(session_id=sid, call_id=f"a{sid}", tool="t"))
-        for i in range(3):
-            busy = Session.new(f"run{i}", title="running")
-            busy.begin_turn()
-            store.sessions.create(busy)
-    os.sync()
-
-
-def sweep(root: str, variant: str = "plain", no_final_sync: bool = False) -> Recorder:
-    """A retention sweep: ``plain``, ``pinned`` (a reader pins the WAL), ``appenders``, ``cli``."""
-    import retention
-
-    _sweep_setup(root)
-    rec = Recorder(root)
-    rec.install()
-    if no_final_sync:
-        # (``retention.sweep`` is the function; the module is in sys.modules.)
-        sys.modules["retention.sweep"]._sync_wal = lambda path, tally: None  # type: ignore[attr-defined]
-    if variant == "split":
-        _split_deletions()
-    path = os.path.join(root, DB)
-    with rec.op("open"):
-        store = SQLiteStore(path)
-    # With a pinned WAL, few deletions: they free no page, so the incremental vacuum
-    # after the sweep commits nothing and only the sweep's own fsync makes them durable.
-    keep = KEEP_PINNED if variant == "pinned" else KEEP
-    policy = retention.Policy(main=retention.Rule(max_count=keep), acknowledge_main_deletion=True)
-    chosen = retention.plan(store, policy)
-    planned = [e.meta.id for e in chosen.entries]
-    rec.mark("planned", ids=planned)
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-    if variant == "appenders":
-        for sid in planned[:2]:  # written after planning: the sweep must keep them
-            with rec.op("append", sid=sid, seq=9, tag=f"9:late-{sid}"):
-                store.events.append_event(sid, Event("late", seq=9, text=f"late-{sid}"))
-        threads = [
-            threading.Thread(target=_appender, args=(rec, store, f"run{i}", stop)) for i in range(2)
-        ]
-    pin = None
-    if variant in ("pinned",):
-        import apsw
-
-        pin = apsw.Connection(path)
-        pin.execute("BEGIN")
-        pin.execute("SELECT count(*) FROM events").fetchall()
-    for thread in threads:
-        thread.start()
-    if variant == "cli":
-        _prune_cli(rec, path, store)
-    else:
-        with rec.op("sweep") as ack:
-            report = retention.sweep(store, chosen)
-            ack["deleted"] = _gone(store, planned)
-            ack["count"] = report.deleted
-    stop.set()
-    for thread in threads:
-        thread.join()
-    if pin is not None:
-        pin.execute("COMMIT")
-        pin.close()
-    with rec.op("append", sid="run0", seq=99, tag="99:after"):
-        store.events.append_event("run0", Event("after", seq=99, text="after"))
-    with rec.op("close", barrier=True):
-        store.close()
-    return rec
-
-
-def _gone(store: SQLiteStore, ids: list[str]) -> list[str]:
-    present = {s.id for s in store.sessions.list()}
-    return [sid for sid in ids if sid not in present]
-
-
-def _appender(rec: Recorder, store: SQLiteStore, sid: str, stop: threading.Event) -> None:
-    seq = 0
-    while not stop.is_set() or seq < 5:
-        with rec.op("append", sid=sid, seq=seq, tag=f"{seq}:{sid}"):
-            store.events.append_event(sid, Event("tick", seq=seq, text=sid))
-        seq += 1
-
-
-def _prune_cli(rec: Recorder, path: str, store: SQLiteStore) -> None:
-    import json
-
-    from click.testing import CliRunner
-
-    from cli.main import cli
-
-    args = ["--db", path, "--json", "prune", "--kind", "main", "--keep", str(KEEP)]
-    args += ["--yes", "--acknowledge-main-deletion"]
-    with rec.op("sweep", via="sqlstore prune") as ack:
-        result = CliRunner().invoke(cli, args, catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        planned = next(m for m in rec.trace if m[0] == "mark" and m[1] == "planned")[2]["ids"]
-        ack["deleted"] = _gone(store, planned)
-        ack["count"] = json.loads(result.output).get("deleted")
-
-
-def _split_deletions() -> None:
-    """Control: a session's events are deleted in one commit, the rest in a second."""
-    from sqlstore.sqlite.sessions import SQLiteSessions
-
-    real = SQLiteSessions.delete_many_if_unchanged
-
-    def split(self: Any, expected: Any, **kwargs: Any) -> Any:
-        ids = [meta.id for meta in expected]
-
-        def events_first(conn: Any) -> None:
-            for sid in ids:
-                conn.execute("DELETE FROM events WHERE session_id = ?", (sid,))
-
-        self._db.write(events_first)
-        return real(self, expected, **kwargs)
-
-    SQLiteSessions.delete_many_if_unchanged = split  # type: ignore[method-assign]
-
-
 # -- migrate ---------------------------------------------------------------------
 
 
@@ -365,26 +232,3 @@ def migrate(root: str, source: str) -> Recorder:
     with rec.op("close", barrier=True):
         store.close()
     return rec
-
-
-SCENARIOS: dict[str, Callable[..., Recorder]] = {
-    "mixed": mixed,
-    "mixed-normal": lambda root: mixed(root, "normal"),
-    "vacuum": vacuum,
-    "group": group,
-    "sweep": sweep,
-    "sweep-pinned": lambda root: sweep(root, "pinned"),
-    "sweep-appenders": lambda root: sweep(root, "appenders"),
-    "sweep-cli": lambda root: sweep(root, "cli"),
-    "migrate": migrate,
-    "control-sync-off": lambda root: mixed(root, sync_off=True),
-    "control-early-wake": lambda root: group(root, early_wake=True),
-    "control-sweep-no-sync": lambda root: sweep(root, "pinned", no_final_sync=True),
-    "control-split-delete": lambda root: sweep(root, "split"),
-}
-
-
-if __name__ == "__main__":
-    name, directory, *rest = sys.argv[1:]
-    recorder = SCENARIOS[name](directory, *rest)
-    recorder.save(os.path.join(directory, "trace.pkl"), scenario=name)
