@@ -25,6 +25,7 @@ SCENARIOS: dict[str, Callable[..., Recorder]] = {
     "sweep-pinned": lambda root: sweep(root, "pinned"),
     "sweep-appenders": lambda root: sweep(root, "appenders"),
     "sweep-cli": lambda root: sweep(root, "cli"),
+    "sweep-normal-pinned": lambda root: sweep(root, "pinned", durability="normal"),
     "migrate": migrate,
     "control-sync-off": lambda root: mixed(root, sync_off=True),
     "control-early-wake": lambda root: group(root, early_wake=True),

@@ -40,8 +40,13 @@ def _sweep_setup(root: str) -> None:
     os.sync()
 
 
-def sweep(root: str, variant: str = "plain", no_final_sync: bool = False) -> Recorder:
-    """A retention sweep: ``plain``, ``pinned`` (a reader pins the WAL), ``appenders``, ``cli``."""
+def sweep(
+    root: str, variant: str = "plain", no_final_sync: bool = False, durability: str = "full"
+) -> Recorder:
+    """A retention sweep: ``plain``, ``pinned`` (a reader pins the WAL), ``appenders``, ``cli``.
+
+    ``durability`` is the caller's store's (a ``"normal"`` store is swept through itself).
+    """
     import retention
 
     _sweep_setup(root)
@@ -54,7 +59,7 @@ def sweep(root: str, variant: str = "plain", no_final_sync: bool = False) -> Rec
         _split_deletions()
     path = os.path.join(root, DB)
     with rec.op("open"):
-        store = SQLiteStore(path)
+        store = SQLiteStore(path, durability=durability)  # type: ignore[arg-type]
     # With a pinned WAL, few deletions: they free no page, so the incremental vacuum
     # after the sweep commits nothing and only the sweep's own fsync makes them durable.
     keep = KEEP_PINNED if variant == "pinned" else KEEP

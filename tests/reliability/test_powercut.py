@@ -50,6 +50,13 @@ def swept(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) 
     return rules.whole_or_gone(tl, cut, result, base) + rules.logs(tl, cut, result, base)
 
 
+def swept_normal(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) -> list[str]:
+    """Retention on a ``"normal"`` store: appends may lose a suffix, reported deletions may not."""
+    return rules.whole_or_gone(tl, cut, result, base) + rules.logs(
+        tl, cut, result, base, durable=False
+    )
+
+
 def migrated(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) -> list[str]:
     """Migrate: resuming on the image gives the uninterrupted run's content."""
     return rules.migrated(tl, cut, result)
@@ -63,6 +70,7 @@ SCENARIOS: list[tuple[str, Rule]] = [
     ("sweep-pinned", swept),
     ("sweep-appenders", swept),
     ("sweep-cli", swept),
+    ("sweep-normal-pinned", swept_normal),
     ("vacuum", durable),
 ]
 
