@@ -26,7 +26,7 @@ from tests.reliability.powercut_workloads import make_runs
 CUTS = int(os.environ.get("POWERCUT_CUTS", "200"))
 """Cut points per scenario in the default run (``POWERCUT_CUTS`` overrides)."""
 
-DEEP_CUTS = 1200
+DEEP_CUTS = 600
 """Cut points per scenario in the slow-marked deep run."""
 
 
