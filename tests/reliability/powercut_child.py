@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lossy_vfs import Recorder
 from powercut_sweeps import sweep
-from powercut_workloads import group, migrate, mixed, vacuum
+from powercut_workloads import batch_threads, batches, group, migrate, mixed, vacuum
 
 SCENARIOS: dict[str, Callable[..., Recorder]] = {
     "mixed": mixed,
@@ -27,10 +27,13 @@ SCENARIOS: dict[str, Callable[..., Recorder]] = {
     "sweep-cli": lambda root: sweep(root, "cli"),
     "sweep-normal-pinned": lambda root: sweep(root, "pinned", durability="normal"),
     "migrate": migrate,
+    "batches": batches,
+    "batch-threads": batch_threads,
     "control-sync-off": lambda root: mixed(root, sync_off=True),
     "control-early-wake": lambda root: group(root, early_wake=True),
     "control-sweep-no-sync": lambda root: sweep(root, "pinned", no_final_sync=True),
     "control-split-delete": lambda root: sweep(root, "split"),
+    "control-split-batch": lambda root: batches(root, split=True),
 }
 
 

@@ -114,28 +114,46 @@ def sequential(
     return ["holds a state that no sequence of whole calls produced"]
 
 
+APPENDING = ("append", "append_events", "apply")
+"""Calls that add events to a log; ``info["tags"]`` (a batch) or ``info["tag"]``."""
+
+
+def _tags(call: Call) -> list[str]:
+    if "tags" in call.info:
+        return [str(t) for t in call.info["tags"]]
+    return [str(call.info.get("tag", f"{call.info.get('seq')}:"))]
+
+
 def logs(
     tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any], *, durable: bool = True
 ) -> list[str]:
     """Each appended log is its starting events plus a gap-free prefix of its appends.
 
-    Nothing not yet started is in it; with ``durable`` (full durability) every
-    append acknowledged before the cut is.
+    A batch (``append_events``, ``apply``) is all there or not at all. Nothing not
+    yet started is in the log; with ``durable`` (full durability) every append
+    acknowledged before the cut is.
     """
     out = []
     by_sid: dict[str, list[Call]] = {}
     for call in tl.calls:
-        if call.kind == "append":
+        if call.kind in APPENDING and not call.failed:
             by_sid.setdefault(call.info["sid"], []).append(call)
     for sid, calls in by_sid.items():
         before = base.get("sessions", {}).get(sid, {}).get("events", [])
         found = result["sessions"].get(sid, {}).get("events", [])
-        tags = [str(c.info.get("tag", f"{c.info['seq']}:")) for c in calls if not c.failed]
-        acked = sum(1 for c in calls if c.acked_by(cut))
-        started = sum(1 for c in calls if c.started_by(cut))
+        tags = [tag for c in calls for tag in _tags(c)]
+        bounds = {0}
+        total = 0
+        for c in calls:
+            total += len(_tags(c))
+            bounds.add(total)
+        acked = sum(len(_tags(c)) for c in calls if c.acked_by(cut))
+        started = sum(len(_tags(c)) for c in calls if c.started_by(cut))
         n = len(found) - len(before)
         if found[: len(before)] != before or found[len(before) :] != tags[: max(n, 0)]:
             out.append(f"log {sid}: {found} is not its events plus a prefix of {tags}")
+        elif n not in bounds:
+            out.append(f"log {sid}: {n} appended events, which ends inside a batch")
         elif durable and n < acked:
             out.append(f"log {sid}: {acked} appends acknowledged, {n} survived")
         elif n > started:
@@ -210,4 +228,20 @@ def migrated(tl: Timeline, cut: int, result: dict[str, Any]) -> list[str]:
     done = [c for c in tl.calls if c.kind == "migrate" and c.acked_by(cut)]
     if done and resumed.get("imported"):
         out.append(f"import had returned, yet {resumed['imported']} item(s) were imported again")
+    return out
+
+
+def units(tl: Timeline, cut: int, result: dict[str, Any]) -> list[str]:
+    """An ``apply`` unit's audit rows are all there or none, and exactly when its events are."""
+    out = []
+    for call in tl.calls:
+        if call.kind != "apply" or call.failed:
+            continue
+        found = result["sessions"].get(call.info["sid"], {"events": [], "audit": []})
+        audit = [a for a in call.info["audit"] if a in found["audit"]]
+        events = [t for t in call.info["tags"] if t in found["events"]]
+        if len(audit) not in (0, len(call.info["audit"])):
+            out.append(f"apply {call.info['sid']}: {len(audit)} of its audit rows there")
+        elif bool(audit) != bool(events):
+            out.append(f"apply {call.info['sid']}: audit rows {audit}, events {events}")
     return out

@@ -232,3 +232,79 @@ def migrate(root: str, source: str) -> Recorder:
     with rec.op("close", barrier=True):
         store.close()
     return rec
+
+
+# -- batch writes ----------------------------------------------------------------
+
+
+def _unit(rec: Recorder, store: SQLiteStore, sid: str, step: int) -> None:
+    """One batch write: ``append_events`` of 6 (even steps) or an ``apply`` unit (odd)."""
+    if step % 2 == 0:
+        events = [Event("tick", seq=10 * step + k, text=f"b{step}.{k}") for k in range(6)]
+        tags = [f"{e.seq}:{e.text}" for e in events]
+        with rec.op("append_events", sid=sid, tags=tags):
+            store.events.append_events(sid, events)
+        return
+    events = [Event("unit", seq=10 * step + k, text=f"u{step}.{k}") for k in range(4)]
+    audit = [
+        ToolCallRecord(session_id=sid, call_id=f"{sid}.{step}.{k}", tool="t") for k in range(2)
+    ]
+    tags = [f"{e.seq}:{e.text}" for e in events]
+    calls = [a.call_id for a in audit]
+    with rec.op("apply", sid=sid, tags=tags, audit=calls):
+        big = snapshot(sid, f"{sid}-{step}", 20_000 + 2_000 * step)
+        store.apply(sid, snapshot=big, events=events, audit=audit)
+
+
+def batches(root: str, split: bool = False) -> Recorder:
+    """One thread alternates ``append_events`` batches and ``store.apply`` units on two sessions.
+
+    With ``split`` (a control) ``append_events`` commits its batch in two halves.
+    """
+    rec = Recorder(root)
+    rec.install()
+    if split:
+        _split_batches()
+    with rec.op("open"):
+        store = SQLiteStore(os.path.join(root, DB))
+    state(rec, store)
+    for step in range(16):
+        _unit(rec, store, f"b{step % 2}", step)
+        state(rec, store)
+    with rec.op("close", barrier=True):
+        store.close()
+    return rec
+
+
+def batch_threads(root: str) -> Recorder:
+    """Three threads of one store write batches to their own sessions (shared commits)."""
+    rec = Recorder(root)
+    rec.install()
+    with rec.op("open"):
+        store = SQLiteStore(os.path.join(root, DB))
+
+    def worker(index: int) -> None:
+        for step in range(10):
+            _unit(rec, store, f"t{index}", step)
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    with rec.op("close", barrier=True):
+        store.close()
+    return rec
+
+
+def _split_batches() -> None:
+    """Control: ``append_events`` commits the first half of a batch, then the rest."""
+    from sqlstore.sqlite.events import SQLiteEvents
+
+    real = SQLiteEvents.append_events
+
+    def halves(self: Any, session_id: str, events: Any) -> list[str]:
+        half = len(events) // 2
+        return real(self, session_id, events[:half]) + real(self, session_id, events[half:])
+
+    SQLiteEvents.append_events = halves  # type: ignore[method-assign]

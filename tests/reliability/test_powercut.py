@@ -57,6 +57,22 @@ def swept_normal(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str,
     )
 
 
+def batched(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) -> list[str]:
+    """Batch writes, one thread: the sequential rule, plus whole batches and whole units."""
+    return (
+        durable(tl, cut, result, base)
+        + rules.logs(tl, cut, result, base)
+        + rules.units(tl, cut, result)
+    )
+
+
+def batched_threads(
+    tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]
+) -> list[str]:
+    """Batch writes from threads: gap-free logs of whole batches, whole units, none lost."""
+    return rules.logs(tl, cut, result, base) + rules.units(tl, cut, result)
+
+
 def migrated(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) -> list[str]:
     """Migrate: resuming on the image gives the uninterrupted run's content."""
     return rules.migrated(tl, cut, result)
@@ -72,6 +88,8 @@ SCENARIOS: list[tuple[str, Rule]] = [
     ("sweep-cli", swept),
     ("sweep-normal-pinned", swept_normal),
     ("vacuum", durable),
+    ("batches", batched),
+    ("batch-threads", batched_threads),
 ]
 
 CONTROLS: list[tuple[str, Rule, str]] = [
@@ -79,6 +97,7 @@ CONTROLS: list[tuple[str, Rule, str]] = [
     ("control-early-wake", threads, "appends acknowledged"),
     ("control-sweep-no-sync", swept, "reporting it deleted, but it is there"),
     ("control-split-delete", swept, "half-deleted"),
+    ("control-split-batch", batched, "ends inside a batch"),
 ]
 
 
