@@ -71,7 +71,9 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
   :func:`~retention.daemon.sweep_round` writes through the caller's durable
   handle. Before it returns the sweep fsyncs the WAL itself (a checkpoint that
   cannot copy everything, say while a reader holds an old snapshot, does not
-  sync it), so the deletions a finished sweep reports are on disk.
+  sync it), so the deletions a finished sweep reports are on disk — also when
+  the caller's own store was opened ``durability="normal"`` (found by the
+  power-cut battery, ``tests/reliability/test_powercut.py``).
 
 After a sweep that deleted something, a store with a file (SQLiteStore)
 checkpoints its WAL and runs an incremental vacuum so the file shrinks, in
@@ -271,17 +273,20 @@ def _sweep_paced(
     heartbeat: Callable[[], None] | None,
     pacing: Pacing,
 ) -> None:
-    """Sweep through :func:`deletion_store`, make its deletions durable, then close it."""
+    """Sweep through :func:`deletion_store`, make the deletions durable, then close it."""
     deleter = deletion_store(housekeeping, pacing)
     try:
         _sweep_batches(store, deleter or housekeeping, plan, tally, stop, heartbeat, pacing)
     finally:
+        if tally.deleted:
+            # Also when the store's own handle deleted (a SQLite store opened
+            # "normal"): its commits are not synced either, and the deletions
+            # the sweep reports must survive a power loss too.
+            try:
+                (deleter or housekeeping).sync()  # every reported deletion is on disk
+            except StoreError as exc:
+                tally.errors.append(str(exc))
         if deleter is not None:
-            if tally.deleted:
-                try:
-                    deleter.sync()  # every reported deletion is on disk
-                except StoreError as exc:
-                    tally.errors.append(str(exc))
             deleter.close()
 
 
