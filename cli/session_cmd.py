@@ -17,8 +17,12 @@ from types import FrameType
 
 import click
 
-from cli import render
-from cli.context import (
+from sqlstore import clock, snapshot
+from sqlstore.inventory import SessionMeta
+from sqlstore.model import Kind, Principal, State
+
+from . import render
+from .context import (
     DURATION,
     CliContext,
     Refused,
@@ -26,9 +30,6 @@ from cli.context import (
     pass_cli,
     stdin_is_terminal,
 )
-from sqlstore import clock, snapshot
-from sqlstore.inventory import SessionMeta
-from sqlstore.model import Kind, Principal, State
 
 LS_DEFAULT_LIMIT = 100
 """Rows ``sqlstore ls`` prints unless ``--limit`` says otherwise."""

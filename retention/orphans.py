@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 
-from retention.policy import Policy
 from sqlstore.inventory import Orphan
 from sqlstore.model import Kind
+
+from .policy import Policy
 
 
 def orphan_max_age(policy: Policy) -> timedelta | None:
@@ -41,7 +42,7 @@ def plan_orphans(
     leased: Collection[str] = (),
 ) -> list[Orphan]:
     """Return the orphans ``policy`` prunes at ``now``, oldest last write first (pure)."""
-    from retention.planner import age_cutoff
+    from .planner import age_cutoff
 
     max_age = orphan_max_age(policy)
     if max_age is None:

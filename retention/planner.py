@@ -45,13 +45,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from retention.orphans import plan_orphans
-from retention.policy import Policy, Rule
 from sqlstore import clock
 from sqlstore.errors import InvalidSessionMetadata
 from sqlstore.inventory import Orphan, SessionMeta
 from sqlstore.model import Kind, State, validate_kind
 from sqlstore.ports import Store
+
+from .orphans import plan_orphans
+from .policy import Policy, Rule
 
 Reason = Literal["age", "cap"]
 """Why a session is in a plan."""
@@ -318,5 +319,6 @@ def plan(
     at = started if now is None else now
     leased = store.leases.held()
     rows = (m for m in store.sessions.iter_meta() if m.modified_at <= started)
-    orphans = [o for o in store.sessions.orphans() if o.modified_at <= started]
+    listing = getattr(store.sessions, "orphans", None)  # a backend may not track orphans
+    orphans = [o for o in listing() if o.modified_at <= started] if listing else []
     return plan_rows(rows, policy, at, protected, leased=leased, orphans=orphans)

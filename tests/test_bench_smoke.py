@@ -20,9 +20,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 BENCH = REPO_ROOT / "bench"
 SCRIPTS = [
     "append_single",
+    "append_batch",
     "append_threads",
     "append_procs",
     "read_events",
+    "read_tail",
     "follow_latency",
     "snapshot_save",
     "prune",
@@ -30,6 +32,7 @@ SCRIPTS = [
     "migrate",
     "peers",
     "redis_store",
+    "aio_append",
 ]
 TIMEOUT_S = 120
 

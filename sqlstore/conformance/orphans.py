@@ -76,3 +76,12 @@ class OrphanChecks:
         assert store.sessions.orphans() == []
         assert list(store.events.read("conf-orph-5")) == []
         assert store.sessions.delete_orphan_if_unchanged(fresh) is False
+
+    def test_orphan_batch_append_and_apply_without_snapshot(self, store: Store) -> None:
+        """append_events and apply without a snapshot make orphans; apply with one adopts it."""
+        store.events.append_events("conf-orph-6", [Event("a"), Event("b")])
+        store.apply("conf-orph-7", events=[Event("c")])
+        found = {o.id: o.records for o in store.sessions.orphans()}
+        assert found == {"conf-orph-6": 2, "conf-orph-7": 1}
+        store.apply("conf-orph-7", snapshot=Session.new("conf-orph-7"), events=[Event("d")])
+        assert [o.id for o in store.sessions.orphans()] == ["conf-orph-6"]

@@ -159,7 +159,8 @@ def _export_each(
     if session_ids is None:
         session_ids = sorted(s.id for s in store.sessions.list())
         # Both formats are files per session: an orphan (no snapshot) has none to write.
-        report.orphans = len(store.sessions.orphans())
+        listing = getattr(store.sessions, "orphans", None)  # a backend may not track them
+        report.orphans = len(listing()) if listing else 0
     ids = list(session_ids)
     for session_id in ids:
         try:
