@@ -359,3 +359,20 @@ def test_errors_are_store_errors_with_hints(tmp_path: Path) -> None:
             assert [e.type async for e in store.events.read("s")] == ["note"]
 
     run(main())
+
+
+def test_inventory_and_orphans_as_coroutines(tmp_path: Path) -> None:
+    """inventory, orphans and delete_orphan_if_unchanged have async twins on a real file."""
+
+    async def main() -> None:
+        async with sqlstore.aio.open(str(tmp_path / "a.db")) as store:
+            await store.sessions.save(Session.new("s"))
+            await store.events.append_event("lost", Event("x"))
+            listing = await store.sessions.inventory(limit=5)
+            assert ([m.id for m in listing.sessions], listing.total) == (["s"], 1)
+            (orphan,) = await store.sessions.orphans()
+            assert (orphan.id, orphan.records) == ("lost", 1)
+            assert await store.sessions.delete_orphan_if_unchanged(orphan) is True
+            assert await store.sessions.orphans() == []
+
+    asyncio.run(main())

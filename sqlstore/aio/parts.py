@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 
 from sqlstore.aio.records import AsyncRecords
 from sqlstore.aio.runner import Runner
 from sqlstore.audit import ToolCallRecord
 from sqlstore.events import Event, LogRecord
-from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
+from sqlstore.inventory import Lease, Listing, Orphan, Page, SessionMeta, StoredSession
 from sqlstore.model import Principal
 from sqlstore.ports import AuditTrail, EventLog, LeaseTable, SessionStore
 from sqlstore.session import Session
@@ -83,6 +83,27 @@ class AsyncSessions:
     def iter_meta(self) -> AsyncRecords[SessionMeta]:
         """Stream every inventory row, oldest first (an async iterator)."""
         return self._r.stream(lambda _stop: self.sync.iter_meta(), None)
+
+    async def inventory(
+        self,
+        *,
+        owner: Principal | None = None,
+        enforce_owner: bool = False,
+        match: Callable[[SessionMeta], bool] | None = None,
+        limit: int = 0,
+    ) -> Listing:
+        """Return the whole inventory newest first, read at one moment (``match`` runs there)."""
+        return await self._r.read(
+            self.sync.inventory, owner=owner, enforce_owner=enforce_owner, match=match, limit=limit
+        )
+
+    async def orphans(self) -> builtins.list[Orphan]:
+        """Return the ids with events or audit rows but no snapshot, newest write first."""
+        return await self._r.read(self.sync.orphans)
+
+    async def delete_orphan_if_unchanged(self, expected: Orphan) -> bool:
+        """Delete an orphan only if nothing wrote to the id since it was listed (shielded write)."""
+        return await self._r.write(self.sync.delete_orphan_if_unchanged, expected)
 
 
 class AsyncEvents:
