@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 from sqlstore import clock, retention
-from sqlstore.errors import StoreError
+from sqlstore.errors import StoreError, StoreFull
 from sqlstore.retention import DEFAULT_HISTORY_LIMIT, DEFAULT_JITTER, RoundResult, daemon_owner
 
 from .context import DURATION, CliContext, Refused, json_option, pass_cli, stdin_is_terminal
@@ -72,12 +72,28 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
         restore()
 
 
+FULL_DISK_HINT = (
+    "Deleting needs a little free space too (the WAL grows before the file shrinks): free "
+    "a few MB on that file system (remove or move another file), run the same command again, "
+    "then `sqlstore vacuum --incremental` to give the space back."
+)
+
+
+@contextlib.contextmanager
+def full_disk_hint() -> Iterator[None]:
+    """Give a ``StoreFull`` raised by a sweep a hint that does not send the user back here."""
+    try:
+        yield
+    except StoreFull as exc:
+        raise StoreFull(exc.message, hint=FULL_DISK_HINT) from exc
+
+
 def run_sweep(
     cli: CliContext, store: Any, policy: retention.Policy, planned: retention.Plan | None
 ) -> RoundResult:
     """Sweep under the sweeper lease, stopping cleanly on SIGTERM/SIGINT."""
     stop = threading.Event()
-    with stop_on_signals(stop):
+    with stop_on_signals(stop), full_disk_hint():
         return retention.sweep_round(
             store, policy, owner=daemon_owner(), stop=stop, log=cli.note, planned=planned
         )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from sqlstore import clock
-from sqlstore.errors import StoreCorrupt, StoreError
+from sqlstore.errors import StoreCorrupt, StoreError, StoreFull, StoreIOError
 from sqlstore.sqlite.connection import BusyWait, prepare_path
 from sqlstore.sqlite.integrity import CheckReport, check, file_sizes, scalar
 from sqlstore.sqlite.translate import translated
@@ -310,7 +310,7 @@ class BackupReport:
 
 
 def _remove_database(path: str) -> None:
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-journal", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path + suffix)
 
@@ -356,6 +356,14 @@ def backup(store: SQLiteStore, dest: str | os.PathLike[str]) -> BackupReport:
                 copy.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         finally:
             copy.close()
+    except (StoreFull, StoreIOError) as exc:
+        _remove_database(target)
+        why = exc.message.removeprefix(f"{target}: ")
+        raise type(exc)(
+            f"backup of {store.path} to {target} failed: {why}; no partial copy was kept",
+            hint=f"Free space on the file system of {os.path.dirname(target) or '.'}, or back "
+            "up to another disk; the source is unchanged.",
+        ) from exc
     except BaseException:
         _remove_database(target)
         raise

@@ -24,6 +24,12 @@ from sqlstore.errors import (
 
 _UNTRANSLATED = (apsw.SQLError, apsw.BindingsError, apsw.ThreadingViolationError)
 
+_CODE_TEXT: dict[type[apsw.Error], str] = {
+    apsw.FullError: "database or disk is full",
+    apsw.IOError: "disk I/O error",
+}
+"""SQLite's own wording, for errors whose message was lost."""
+
 
 def translate(exc: apsw.Error, path: str) -> StoreError:
     """Return the sqlstore error that describes ``exc`` for the database at ``path``.
@@ -39,6 +45,10 @@ def translate(exc: apsw.Error, path: str) -> StoreError:
 
 def _describe(exc: apsw.Error, path: str) -> StoreError:
     detail = str(exc).split(":", 1)[-1].strip() or type(exc).__name__
+    if detail == "not an error":
+        # SQLite's text for SQLITE_OK, read from a connection that did not fail
+        # (the backup API reports on the source): the class says what happened.
+        detail = _CODE_TEXT.get(type(exc), type(exc).__name__)
     if isinstance(exc, apsw.ConnectionClosedError):
         # A write queued while another thread ran close() reaches the closed connection.
         return StoreClosed(f"{path}: the store is closed")
