@@ -88,15 +88,47 @@ def full_disk_hint() -> Iterator[None]:
         raise StoreFull(exc.message, hint=FULL_DISK_HINT) from exc
 
 
+take_over_option = click.option(
+    "--take-over",
+    is_flag=True,
+    help="Take the sweeper lease from a sweeper that was killed, instead of waiting for it "
+    "to lapse.",
+)
+
+
 def run_sweep(
-    cli: CliContext, store: Any, policy: retention.Policy, planned: retention.Plan | None
+    cli: CliContext,
+    store: Any,
+    policy: retention.Policy,
+    planned: retention.Plan | None,
+    *,
+    take_over: bool = False,
 ) -> RoundResult:
     """Sweep under the sweeper lease, stopping cleanly on SIGTERM/SIGINT."""
     stop = threading.Event()
     with stop_on_signals(stop), full_disk_hint():
         return retention.sweep_round(
-            store, policy, owner=daemon_owner(), stop=stop, log=cli.note, planned=planned
+            store,
+            policy,
+            owner=daemon_owner(),
+            stop=stop,
+            log=cli.note,
+            planned=planned,
+            take_over=take_over,
         )
+
+
+def busy_text(result: RoundResult) -> str:
+    """Return "another retention sweep holds this store: the sweeper lease is held by ..."."""
+    held = "" if result.held is None else f": {result.held.describe()}"
+    return f"another retention sweep holds this store{held}"
+
+
+TAKE_OVER_HINT = (
+    "If that sweeper is still running, let it finish. If it is gone (killed, its host "
+    "down), its lease lapses by itself at the time above; to take over now, run the same "
+    "command with --take-over."
+)
 
 
 def finish(cli: CliContext, plan: retention.Plan, report: retention.Report) -> None:
@@ -142,6 +174,7 @@ def policy_for_prune(
 )
 @click.option("--dry-run", is_flag=True, help="Only print the exact sessions it would delete.")
 @click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
+@take_over_option
 @click.option(
     "--acknowledge-main-deletion",
     is_flag=True,
@@ -157,6 +190,7 @@ def prune(
     dry_run: bool,
     yes: bool,
     acknowledge_main_deletion: bool,
+    take_over: bool,
 ) -> None:
     """Delete stale sessions by last-write time, once (for cron or by hand).
 
@@ -192,9 +226,9 @@ def prune(
             for line in plan_lines(plan):
                 click.echo(line)
             click.confirm(f"Delete these {what}?", abort=True)
-        result = run_sweep(cli, store, policy, plan)
+        result = run_sweep(cli, store, policy, plan, take_over=take_over)
     if result.report is None:
-        raise SweeperBusy("another retention sweep is running on this store; nothing deleted")
+        raise SweeperBusy(f"{busy_text(result)}; nothing deleted", hint=TAKE_OVER_HINT)
     finish(cli, plan, result.report)
 
 
@@ -236,9 +270,10 @@ def plan_cmd(cli: CliContext, config_path: Path | None) -> None:
 @retention_group.command("run")
 @config_option
 @click.option("--dry-run", is_flag=True, help="Only print the plan (same as `retention plan`).")
+@take_over_option
 @json_option
 @pass_cli
-def run_cmd(cli: CliContext, config_path: Path | None, dry_run: bool) -> None:
+def run_cmd(cli: CliContext, config_path: Path | None, dry_run: bool, take_over: bool) -> None:
     """Sweep once with the policy (for cron); the sweep is recorded in the history.
 
     Skips (exit 0) when a daemon or another run is sweeping the same file.
@@ -254,12 +289,10 @@ def run_cmd(cli: CliContext, config_path: Path | None, dry_run: bool) -> None:
         if dry_run:
             cli.emit(plan.to_json(), plan_lines(plan))
             return
-        result = run_sweep(cli, store, config.policy, plan)
+        result = run_sweep(cli, store, config.policy, plan, take_over=take_over)
     if result.report is None:
-        cli.emit(
-            {"skipped": "another retention sweep is running on this store"},
-            ["Skipped: another retention sweep is running on this store."],
-        )
+        text = busy_text(result)
+        cli.emit({"skipped": text}, [f"Skipped: {text}.", f"({TAKE_OVER_HINT})"])
         return
     finish(cli, plan, result.report)
 

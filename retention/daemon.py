@@ -60,6 +60,46 @@ class RoundResult:
     outcome: Outcome
     report: Report | None = None
     error: str = ""
+    held: SweeperLease | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweeperLease:
+    """Who holds the sweeper lease of a store: ``holder`` (``host:pid:tag``), since, until.
+
+    ``since`` is when that sweeper took the lease (the start of its sweep); a
+    sweeper that was killed keeps the lease until ``until``, when it lapses.
+    """
+
+    holder: str
+    since: datetime | None
+    until: datetime | None
+
+    @classmethod
+    def from_error(cls, exc: LeaseHeld) -> SweeperLease:
+        """Read the holder out of ``acquire``'s ``LeaseHeld`` (its owner is ``who since T``)."""
+        owner = exc.holder or "an unknown sweeper"
+        who, _, when = owner.rpartition(SINCE)
+        since = None
+        if who:
+            try:
+                since = clock.parse_rfc3339(when)
+            except ValueError:
+                who = ""
+        return cls(who or owner, since, exc.expires_at)
+
+    def describe(self) -> str:
+        """Return "held by H since S, until U (in N s)" for messages."""
+        since = "" if self.since is None else f" since {clock.format_rfc3339(self.since)}"
+        until = ""
+        if self.until is not None:
+            left = max(0, int((self.until - clock.now()).total_seconds()))
+            until = f", until {clock.format_rfc3339(self.until)} (in {left} s)"
+        return f"the sweeper lease is held by {self.holder}{since}{until}"
+
+
+SINCE = " since "
+"""Separates the sweeper's name from its start time in the lease owner."""
 
 
 def daemon_owner() -> str:
@@ -101,8 +141,17 @@ def sweep_round(
     log: Log | None = None,
     lease_ttl: timedelta = DAEMON_LEASE_TTL,
     planned: Plan | None = None,
+    take_over: bool = False,
 ) -> RoundResult:
     """Run one sweep under the sweeper lease: take it, plan, sweep, record, log, release.
+
+    The lease is taken as ``"<owner> since <start time>"``, so a sweeper that
+    finds it held can say who holds it and since when (:class:`SweeperLease`).
+    With ``take_over`` a lease held by another sweeper is released in its name
+    first (for a sweeper that was killed: otherwise its lease lasts until it
+    lapses); a live sweeper whose lease is taken stops at its next renewal. Two
+    sweepers at once would still be safe — every deletion is conditional — the
+    lease only keeps them from doing the same work twice.
 
     The daemon, ``sqlstore retention run`` and ``sqlstore prune`` all sweep
     through here, so at most one of them sweeps a store at a time. ``planned``
@@ -118,11 +167,13 @@ def sweep_round(
     """
     emit: Log = log if log is not None else _silent
     started = clock.now()
+    me = f"{owner}{SINCE}{clock.format_rfc3339(started)}"
     try:
-        lease = store.leases.acquire(DAEMON_LEASE_NAME, owner, lease_ttl)
+        lease = _acquire(store, me, lease_ttl, take_over, emit)
     except LeaseHeld as exc:
-        emit(f"retention sweep skipped: another sweeper holds this store ({exc})")
-        return RoundResult("skipped")
+        held = SweeperLease.from_error(exc)
+        emit(f"retention sweep skipped: another sweeper holds this store ({held.describe()})")
+        return RoundResult("skipped", held=held)
     renewer = _Renewer(store, lease, lease_ttl)
     try:
         try:
@@ -139,6 +190,21 @@ def sweep_round(
             store.leases.release(renewer.lease)
         except StoreError as exc:
             emit(f"retention: could not release the sweeper lease ({exc}); it expires by itself")
+
+
+def _acquire(store: Store, me: str, ttl: timedelta, take_over: bool, emit: Log) -> Lease:
+    """Take the sweeper lease; with ``take_over``, release another holder's lease first."""
+    try:
+        return store.leases.acquire(DAEMON_LEASE_NAME, me, ttl)
+    except LeaseHeld as exc:
+        if not take_over or not exc.holder:
+            raise
+        # Acquiring in the holder's name returns its own lease (same token), which
+        # can then be released: the public lease calls are enough on every backend.
+        theirs = store.leases.acquire(DAEMON_LEASE_NAME, exc.holder, ttl)
+        store.leases.release(theirs)
+        emit(f"retention: took the sweeper lease over from {exc.holder}")
+        return store.leases.acquire(DAEMON_LEASE_NAME, me, ttl)
 
 
 def _silent(_line: str) -> None:

@@ -8,6 +8,8 @@ errors (apsw) are translated to these classes in exactly one place
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class StoreError(Exception):
     """Root of every error sqlstore raises on purpose."""
@@ -98,7 +100,23 @@ class MetadataCursorRestart(StoreError):
 
 
 class LeaseHeld(StoreError):
-    """Another owner holds an unexpired lease on the session."""
+    """Another owner holds an unexpired lease on the session.
+
+    When raised by ``acquire``, ``holder`` is the owner that holds the lease and
+    ``expires_at`` when it lapses unless renewed (both None otherwise).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        holder: str | None = None,
+        expires_at: datetime | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.holder = holder
+        self.expires_at = expires_at
 
 
 class IllegalTransition(StoreError):

@@ -288,8 +288,20 @@ def test_run_skips_and_prune_fails_while_another_sweeper_holds(db: Path) -> None
     assert "Skipped" in skipped.output
     failed = run("--db", str(db), "prune", "--older-than", "7d", "--yes")
     assert failed.exit_code == 1
-    assert "Error: another retention sweep is running" in failed.stderr
+    assert "Error: another retention sweep holds this store" in failed.stderr
+    assert "held by daemon-elsewhere" in failed.stderr and "--take-over" in failed.stderr
     assert ids_in(db) == ALL_IDS
+
+
+def test_take_over_sweeps_despite_another_holder(db: Path) -> None:
+    """`prune --take-over` releases a lapsed-in-all-but-time lease and sweeps at once."""
+    with SQLiteStore(db) as other:
+        other.leases.acquire(DAEMON_LEASE_NAME, "killed-daemon", timedelta(minutes=5))
+    taken = run("--db", str(db), "prune", "--older-than", "7d", "--yes", "--take-over")
+    assert taken.exit_code == 0, taken.stderr
+    assert ids_in(db) != ALL_IDS
+    with SQLiteStore(db) as store:
+        assert DAEMON_LEASE_NAME not in store.leases.held()
 
 
 def test_daemon_every_zero_sweeps_once(db: Path, config: Path) -> None:

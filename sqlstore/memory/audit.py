@@ -84,7 +84,9 @@ class MemoryLeases:
             if current is not None and current[2] > now_ns and current[0] != owner:
                 raise LeaseHeld(
                     f"session {session_id!r} is leased by {current[0]!r} until "
-                    f"{clock.format_rfc3339(clock.from_ns(current[2]))}"
+                    f"{clock.format_rfc3339(clock.from_ns(current[2]))}",
+                    holder=current[0],
+                    expires_at=clock.from_ns(current[2]),
                 )
             if current is not None and current[0] == owner and current[2] > now_ns:
                 token = current[1]

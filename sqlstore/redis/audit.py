@@ -128,7 +128,9 @@ class RedisLeases:
             holder, until = reply[1].decode(), clock.from_ns(int(reply[2]))
             raise LeaseHeld(
                 f"session {session_id!r} is leased by {holder!r} until "
-                f"{clock.format_rfc3339(until)}"
+                f"{clock.format_rfc3339(until)}",
+                holder=holder,
+                expires_at=until,
             )
         return Lease(session_id, owner, int(reply[1]), clock.from_ns(expires))
 

@@ -107,7 +107,11 @@ class SQLiteLeases:
             ).fetchone()
             if row is not None and row[0] is not None and row[2] > now_ns and row[0] != owner:
                 until = clock.format_rfc3339(clock.from_ns(row[2]))
-                raise LeaseHeld(f"session {session_id!r} is leased by {row[0]!r} until {until}")
+                raise LeaseHeld(
+                    f"session {session_id!r} is leased by {row[0]!r} until {until}",
+                    holder=str(row[0]),
+                    expires_at=clock.from_ns(int(row[2])),
+                )
             if row is not None and row[0] == owner and row[2] > now_ns:
                 token = int(row[1])
             else:
