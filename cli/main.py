@@ -112,11 +112,13 @@ from cli.maintenance_cmd import backup, check, stats, vacuum  # noqa: E402
 from cli.migrate_cmd import export, migrate  # noqa: E402
 from cli.retention_cmd import prune, retention_group  # noqa: E402
 from cli.session_cmd import audit, events, ls_cmd, rm, show  # noqa: E402
+from cli.ui_cmd import ui_cmd  # noqa: E402
 
 for _command in (
     *(ls_cmd, show, events, audit, rm),
     *(check, stats, vacuum, backup),
     *(prune, retention_group),
     *(migrate, export),
+    ui_cmd,
 ):
     cli.add_command(_command)

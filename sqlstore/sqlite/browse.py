@@ -1,0 +1,402 @@
+"""Read-only queries for the viewer (``sqlstore ui``): filtered session listing, counts,
+timed log pages, lineage and tool summaries of a SQLite store.
+
+The ports answer "give me this session / these records"; a viewer also needs
+"which sessions match these filters, newest first, from here", "when was each
+record written" and "how do tools behave store-wide", which only the backend's
+SQL can answer without loading every snapshot. Everything here is a short read
+transaction on a pooled reader connection (``Database.read``); nothing writes.
+
+Listing is keyset-paged on ``(modified_at_ns DESC, id ASC)``, the order of
+``sessions.page``, through the ``sessions_by_modified`` index. A listing cursor
+(:class:`ListPosition`) names the last row shown; unlike a ``sessions.page``
+cursor it is never invalidated by writes: a session written while an operator
+pages moves to the top and may be skipped or shown twice, which a viewer can live
+with (a reload shows the current order).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import apsw
+
+from sqlstore import clock
+from sqlstore.audit import ToolCallRecord
+from sqlstore.cursor import check_boundary, decode_cursor, encode_cursor
+from sqlstore.inventory import SessionMeta
+from sqlstore.sqlite import rows
+from sqlstore.sqlite.database import Database
+
+LABEL_KEY_MAX_CHARS = 200
+"""Longest label key a filter accepts."""
+
+
+class BadListCursor(ValueError):
+    """A listing cursor that does not decode (the viewer restarts from the newest row)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListPosition:
+    """A row of the listing order: (modified_at_ns, id)."""
+
+    modified_at_ns: int
+    session_id: str
+
+    def encode(self) -> str:
+        """Return the position as an opaque URL-safe token."""
+        doc = json.dumps([self.modified_at_ns, self.session_id], ensure_ascii=False)
+        return base64.urlsafe_b64encode(doc.encode("utf-8")).rstrip(b"=").decode("ascii")
+
+    @classmethod
+    def decode(cls, token: str) -> ListPosition:
+        """Parse a token made by :meth:`encode`.
+
+        Raises:
+            BadListCursor: the token is not one.
+        """
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            mtime, sid = json.loads(raw.decode("utf-8"))
+        except (binascii.Error, ValueError, UnicodeDecodeError, TypeError):
+            raise BadListCursor("listing cursor does not decode") from None
+        if not isinstance(mtime, int) or not isinstance(sid, str):
+            raise BadListCursor("listing cursor has the wrong shape")
+        return cls(mtime, sid)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """What the session list shows; empty fields do not filter."""
+
+    states: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    owner: str = ""
+    label_key: str = ""
+    label_value: str = ""
+    text: str = ""
+    modified_after: datetime | None = None
+    modified_before: datetime | None = None
+
+    def where(self) -> tuple[list[str], list[object]]:
+        """Return the SQL conditions and their parameters."""
+        conds: list[str] = []
+        args: list[object] = []
+        if self.states:
+            conds.append(f"state IN ({', '.join('?' * len(self.states))})")
+            args += self.states
+        if self.kinds:
+            conds.append(f"kind IN ({', '.join('?' * len(self.kinds))})")
+            args += self.kinds
+        if self.owner:
+            conds.append("json_extract(owner, '$.subject') = ?")
+            args.append(self.owner)
+        if self.label_key:
+            # The key is bound as a JSON path with the key quoted; '"' and '\' cannot be
+            # quoted in a SQLite JSON path, so keys holding them match nothing.
+            path = "$.labels." + json.dumps(self.label_key)
+            conds.append(
+                "EXISTS (SELECT 1 FROM snapshots s WHERE s.id = sessions.id "
+                "AND json_extract(CAST(s.body AS TEXT), ?) = ?)"
+            )
+            args += [path, self.label_value]
+        if self.text:
+            conds.append("(instr(lower(title), lower(?)) > 0 OR instr(id, ?) > 0)")
+            args += [self.text, self.text]
+        if self.modified_after is not None:
+            conds.append("modified_at_ns >= ?")
+            args.append(clock.to_ns(self.modified_after))
+        if self.modified_before is not None:
+            conds.append("modified_at_ns < ?")
+            args.append(clock.to_ns(self.modified_before))
+        return conds, args
+
+
+@dataclass(frozen=True, slots=True)
+class SessionList:
+    """One page of the session list, with links both ways and the match count."""
+
+    sessions: list[SessionMeta]
+    newer: str | None  # token for the page before (newer rows), None on the first page
+    older: str | None  # token for the page after (older rows), None on the last page
+    matching: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    """Sessions in the whole store by state and by kind."""
+
+    total: int
+    by_state: dict[str, int] = field(default_factory=dict)
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+
+def _position(meta: SessionMeta) -> str:
+    return ListPosition(clock.to_ns(meta.modified_at), meta.id).encode()
+
+
+def list_sessions(
+    db: Database,
+    flt: SessionFilter,
+    *,
+    limit: int,
+    older_than: str = "",
+    newer_than: str = "",
+) -> SessionList:
+    """Return up to ``limit`` matching rows after ``older_than`` (or before ``newer_than``).
+
+    Raises:
+        BadListCursor: a token does not decode.
+    """
+    conds, args = flt.where()
+    after = ListPosition.decode(older_than) if older_than else None
+    before = ListPosition.decode(newer_than) if newer_than else None
+
+    def read(conn: apsw.Connection) -> SessionList:
+        base = " WHERE " + " AND ".join(conds) if conds else ""
+        count_row = conn.execute(f"SELECT count(*) FROM sessions{base}", args).fetchone()
+        matching = int(count_row[0]) if count_row else 0
+        page_conds, params = list(conds), list(args)
+        if before is not None:
+            page_conds.append("(modified_at_ns > ? OR (modified_at_ns = ? AND id < ?))")
+            params += [before.modified_at_ns, before.modified_at_ns, before.session_id]
+            order = "modified_at_ns ASC, id DESC"
+        else:
+            if after is not None:
+                page_conds.append("(modified_at_ns < ? OR (modified_at_ns = ? AND id > ?))")
+                params += [after.modified_at_ns, after.modified_at_ns, after.session_id]
+            order = "modified_at_ns DESC, id ASC"
+        where = " WHERE " + " AND ".join(page_conds) if page_conds else ""
+        found = conn.execute(
+            f"SELECT {rows.META_COLUMNS} FROM sessions{where} ORDER BY {order} LIMIT ?",
+            [*params, limit + 1],
+        ).fetchall()
+        more = len(found) > limit
+        metas = [rows.meta_from_row(r) for r in found[:limit]]
+        if before is not None:
+            metas.reverse()
+            first: str | None = _position(metas[0]) if more and metas else None
+            return SessionList(
+                metas, first, _position(metas[-1]) if metas else newer_than, matching
+            )
+        newer = _position(metas[0]) if after is not None and metas else None
+        older = _position(metas[-1]) if more else None
+        return SessionList(metas, newer, older, matching)
+
+    return db.read(read)
+
+
+def store_counts(db: Database) -> StoreCounts:
+    """Count the sessions of the store by state and kind (one scan, one read transaction)."""
+
+    def read(conn: apsw.Connection) -> StoreCounts:
+        by_state: dict[str, int] = {}
+        by_kind: dict[str, int] = {}
+        total = 0
+        for state, kind, n in conn.execute(
+            "SELECT state, kind, count(*) FROM sessions GROUP BY state, kind"
+        ):
+            by_state[state] = by_state.get(state, 0) + n
+            by_kind[kind] = by_kind.get(kind, 0) + n
+            total += n
+        return StoreCounts(total, dict(sorted(by_state.items())), dict(sorted(by_kind.items())))
+
+    return db.read(read)
+
+
+def session_meta(db: Database, session_id: str) -> SessionMeta | None:
+    """Return the inventory row of one session, or None."""
+
+    def read(conn: apsw.Connection) -> SessionMeta | None:
+        row = conn.execute(
+            f"SELECT {rows.META_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return None if row is None else rows.meta_from_row(row)
+
+    return db.read(read)
+
+
+def children(db: Database, session_id: str, *, limit: int) -> list[SessionMeta]:
+    """Return up to ``limit`` sessions whose parent is ``session_id``, newest first."""
+
+    def read(conn: apsw.Connection) -> list[SessionMeta]:
+        found = conn.execute(
+            f"SELECT {rows.META_COLUMNS} FROM sessions "
+            "WHERE json_extract(relationship, '$.parent_session_id') = ? "
+            "ORDER BY modified_at_ns DESC, id ASC LIMIT ?",
+            (session_id, limit),
+        ).fetchall()
+        return [rows.meta_from_row(r) for r in found]
+
+    return db.read(read)
+
+
+@dataclass(frozen=True, slots=True)
+class TimedRecord:
+    """One log record as the timeline shows it."""
+
+    pos: int
+    is_gap: bool
+    type: str
+    at: datetime
+    body: dict[str, Any] | str  # event JSON, or the gap reason
+    cursor: str  # the cursor just after this record
+
+
+@dataclass(frozen=True, slots=True)
+class LogPage:
+    """A window of a log: records in append order and where the log stands."""
+
+    session_id: str
+    records: list[TimedRecord]
+    length: int
+    generation: str | None
+
+    @property
+    def has_before(self) -> bool:
+        """True when records precede the window."""
+        return bool(self.records) and self.records[0].pos > 1
+
+    @property
+    def has_after(self) -> bool:
+        """True when records follow the window."""
+        return bool(self.records) and self.records[-1].pos < self.length
+
+    def before_cursor(self) -> str:
+        """Return the cursor just before the first record (for the page of earlier records)."""
+        if not self.records or self.generation is None:
+            return ""
+        return encode_cursor(self.session_id, self.generation, self.records[0].pos - 1)
+
+
+def _timed(session_id: str, generation: str, row: tuple[Any, ...]) -> TimedRecord:
+    pos, is_gap, etype, at_ns, body = row
+    if is_gap:
+        content: dict[str, Any] | str = bytes(body).decode("utf-8", "replace")
+    else:
+        try:
+            content = json.loads(bytes(body))
+        except ValueError:
+            content = {"undecodable": bytes(body).decode("utf-8", "replace")}
+    return TimedRecord(
+        pos=int(pos),
+        is_gap=bool(is_gap),
+        type=str(etype),
+        at=clock.from_ns(int(at_ns)),
+        body=content,
+        cursor=encode_cursor(session_id, generation, int(pos)),
+    )
+
+
+def log_page(
+    db: Database,
+    session_id: str,
+    *,
+    limit: int,
+    after: str | None = None,
+    before: str | None = None,
+) -> LogPage:
+    """Return up to ``limit`` records of a log with their write times.
+
+    ``after``: the records strictly after that cursor (``""`` = from the start);
+    ``before``: the records strictly before it (``""`` = the end, i.e. the tail);
+    neither: the tail. Cursors are checked as every read checks them.
+
+    Raises:
+        CursorMalformed, CursorExpired: the cursor is not one of this log now.
+    """
+
+    def read(conn: apsw.Connection) -> LogPage:
+        head = conn.execute(
+            "SELECT generation, length FROM event_logs WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        generation, length = (None, 0) if head is None else (str(head[0]), int(head[1]))
+        cols = "pos, is_gap, type, at_ns, body"
+        if after is not None:
+            pos = decode_cursor(after, session_id, generation)
+            check_boundary(pos, length)
+            sql = f"SELECT {cols} FROM events WHERE session_id = ? AND pos > ? ORDER BY pos LIMIT ?"
+            found = conn.execute(sql, (session_id, pos, limit)).fetchall()
+        else:
+            end = length + 1
+            if before:
+                end = decode_cursor(before, session_id, generation)
+                check_boundary(end, length)
+                end += 1  # the cursor names the record it follows; that record is shown
+            sql = (
+                f"SELECT {cols} FROM events WHERE session_id = ? AND pos < ? "
+                "ORDER BY pos DESC LIMIT ?"
+            )
+            found = conn.execute(sql, (session_id, end, limit)).fetchall()
+            found.reverse()
+        if generation is None:
+            return LogPage(session_id, [], 0, None)
+        records = [_timed(session_id, generation, r) for r in found]
+        return LogPage(session_id, records, length, generation)
+
+    return db.read(read)
+
+
+def record_times(db: Database, session_id: str, positions: list[int]) -> dict[int, datetime]:
+    """Return the write time of each given record position of a log."""
+    if not positions:
+        return {}
+
+    def read(conn: apsw.Connection) -> dict[int, datetime]:
+        marks = ", ".join("?" * len(positions))
+        return {
+            int(pos): clock.from_ns(int(at_ns))
+            for pos, at_ns in conn.execute(
+                f"SELECT pos, at_ns FROM events WHERE session_id = ? AND pos IN ({marks})",
+                [session_id, *positions],
+            )
+        }
+
+    return db.read(read)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSummary:
+    """How one tool behaved across the store."""
+
+    tool: str
+    calls: int
+    errors: int
+    mean_took_us: int
+    max_took_us: int
+
+
+def tool_summaries(db: Database) -> list[ToolSummary]:
+    """Return one summary per tool, most calls first."""
+
+    def read(conn: apsw.Connection) -> list[ToolSummary]:
+        return [
+            ToolSummary(str(t), int(n), int(e or 0), int(avg or 0), int(mx or 0))
+            for t, n, e, avg, mx in conn.execute(
+                "SELECT tool, count(*), sum(is_error), avg(took_us), max(took_us) "
+                "FROM tool_calls GROUP BY tool ORDER BY count(*) DESC, tool"
+            )
+        ]
+
+    return db.read(read)
+
+
+def tool_calls(db: Database, tool: str, *, limit: int) -> list[ToolCallRecord]:
+    """Return the newest ``limit`` + 1 calls of one tool across the store, in record order.
+
+    One more than ``limit`` tells the caller that older calls were left out.
+    """
+
+    def read(conn: apsw.Connection) -> list[ToolCallRecord]:
+        found = conn.execute(
+            f"SELECT {rows.AUDIT_COLUMNS} FROM tool_calls WHERE tool = ? ORDER BY seq DESC LIMIT ?",
+            (tool, limit + 1),
+        ).fetchall()
+        return [rows.audit_from_row(r) for r in reversed(found)]
+
+    return db.read(read)

@@ -1,0 +1,229 @@
+"""The session pages of the viewer: the list, one session, its timeline and tool calls.
+
+Handlers are plain functions (Starlette runs them in its thread pool, so the
+blocking store reads never stall the event loop). Every value reaches the page
+through an autoescaping template.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from sqlstore import clock
+from sqlstore.errors import SessionNotFound
+from sqlstore.model import Kind, State
+from sqlstore.sqlite import browse
+from sqlstore.ui import present
+from sqlstore.ui.context import Viewer
+
+SESSIONS_PER_PAGE = 50
+"""Rows of the session list per page."""
+
+MESSAGES_PER_PAGE = 100
+"""Messages of the conversation shown per page (the newest by default)."""
+
+RECORDS_PER_PAGE = 100
+"""Records of the timeline per page (the tail by default)."""
+
+CHILDREN_SHOWN = 50
+"""Child sessions listed on a session page."""
+
+AUDIT_ROWS_SHOWN = 500
+"""Tool calls listed per page of the tool-call views."""
+
+
+STATE_NAMES = tuple(s.value for s in State)
+KIND_NAMES = tuple(k.value for k in Kind)
+
+
+class BadRequest(ValueError):
+    """A query parameter the viewer cannot use; shown as a 400 page."""
+
+
+def parse_day_or_time(text: str, *, end_of_day: bool) -> datetime | None:
+    """Parse ``YYYY-MM-DD`` (UTC day) or an RFC 3339 time; ``""`` is None.
+
+    Raises:
+        BadRequest: neither form.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        if len(text) == 10:
+            day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).date()
+            moment = datetime.combine(day, time(0), tzinfo=UTC)
+            return moment + timedelta(days=1) if end_of_day else moment
+        return clock.parse_rfc3339(text)
+    except ValueError:
+        raise BadRequest(f"not a date (YYYY-MM-DD) or RFC 3339 time: {text!r}") from None
+
+
+def session_filter(request: Request) -> browse.SessionFilter:
+    """Build the list filter from the query string."""
+    q = request.query_params
+    states = tuple(s for s in q.getlist("state") if s in STATE_NAMES)
+    kinds = tuple(k for k in q.getlist("kind") if k in KIND_NAMES)
+    label = q.get("label", "").strip()
+    key, _, value = label.partition("=")
+    if label and (not key or len(key) > browse.LABEL_KEY_MAX_CHARS):
+        raise BadRequest("write the label filter as key=value")
+    return browse.SessionFilter(
+        states=states,
+        kinds=kinds,
+        owner=q.get("owner", "").strip(),
+        label_key=key.strip(),
+        label_value=value.strip(),
+        text=q.get("q", "").strip(),
+        modified_after=parse_day_or_time(q.get("after", ""), end_of_day=False),
+        modified_before=parse_day_or_time(q.get("before", ""), end_of_day=True),
+    )
+
+
+def sessions_page(viewer: Viewer, request: Request) -> HTMLResponse:
+    """The session list: newest first, filtered, keyset-paged both ways, with counts."""
+    flt = session_filter(request)
+    q = request.query_params
+    try:
+        listing = browse.list_sessions(
+            viewer.store.db,
+            flt,
+            limit=SESSIONS_PER_PAGE,
+            older_than=q.get("older", ""),
+            newer_than=q.get("newer", ""),
+        )
+    except browse.BadListCursor as exc:
+        raise BadRequest(f"{exc}; start again from the first page") from None
+    counts = browse.store_counts(viewer.store.db)
+    keep = [(k, v) for k, v in q.multi_items() if k not in ("older", "newer")]
+    return HTMLResponse(
+        viewer.render(
+            "sessions.html",
+            title="Sessions",
+            nav="sessions",
+            listing=listing,
+            counts=counts,
+            flt=flt,
+            raw=q,
+            keep=keep,
+            states=STATE_NAMES,
+            kinds=KIND_NAMES,
+        )
+    )
+
+
+def _session_id(request: Request) -> str:
+    sid = request.query_params.get("id", "")
+    if not sid:
+        raise BadRequest("the page needs ?id=SESSION_ID")
+    return sid
+
+
+def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
+    """One session: summary, lineage, the conversation (paged) and links to its views."""
+    sid = _session_id(request)
+    meta = browse.session_meta(viewer.store.db, sid)
+    if meta is None:
+        raise SessionNotFound(sid)
+    session = viewer.store.sessions.load(sid)
+    total = len(session.messages)
+    start_text = request.query_params.get("from", "")
+    start = max(0, total - MESSAGES_PER_PAGE)
+    if start_text:
+        if not start_text.isdigit():
+            raise BadRequest("from= takes a message number")
+        start = min(int(start_text), max(0, total - 1))
+    shown = list(enumerate(session.messages[start : start + MESSAGES_PER_PAGE], start=start))
+    results = {
+        m.tool_result.call_id: m.tool_result for m in session.messages if m.tool_result is not None
+    }
+    return HTMLResponse(
+        viewer.render(
+            "session.html",
+            title=f"Session {present.one_line(sid, 60)}",
+            nav="sessions",
+            meta=meta,
+            session=session,
+            children=browse.children(viewer.store.db, sid, limit=CHILDREN_SHOWN),
+            messages=shown,
+            total_messages=total,
+            start=start,
+            page_size=MESSAGES_PER_PAGE,
+            results=results,
+            part_view=present.part_view,
+        )
+    )
+
+
+def timeline_page(viewer: Viewer, request: Request) -> HTMLResponse:
+    """The event log: types, times, gaps; paged both ways by cursor; live follow at the tail."""
+    sid = _session_id(request)
+    q = request.query_params
+    after = q.get("after")
+    before = q.get("before")
+    page = browse.log_page(
+        viewer.store.db,
+        sid,
+        limit=RECORDS_PER_PAGE,
+        after=after,
+        before=None if after is not None else (before or ""),
+    )
+    if page.generation is None and browse.session_meta(viewer.store.db, sid) is None:
+        raise SessionNotFound(sid)
+    rows = [
+        present.record_row(r.pos, r.is_gap, r.type, r.at, r.body, r.cursor) for r in page.records
+    ]
+    at_tail = not page.has_after
+    return HTMLResponse(
+        viewer.render(
+            "timeline.html",
+            title=f"Timeline {present.one_line(sid, 60)}",
+            nav="sessions",
+            sid=sid,
+            page=page,
+            rows=rows,
+            at_tail=at_tail,
+            tail_cursor=rows[-1]["cursor"] if rows else "",
+        )
+    )
+
+
+def tools_page(viewer: Viewer, request: Request) -> HTMLResponse:
+    """Tool calls: one session's audit trail, or the store by tool; errors first on demand."""
+    q = request.query_params
+    sid = q.get("id", "")
+    tool = q.get("tool", "")
+    errors_first = q.get("errors") == "first"
+    summaries: list[browse.ToolSummary] = []
+    if sid:
+        records = viewer.store.audit.list(sid)
+        if not records and browse.session_meta(viewer.store.db, sid) is None:
+            raise SessionNotFound(sid)
+    elif tool:
+        records = browse.tool_calls(viewer.store.db, tool, limit=AUDIT_ROWS_SHOWN)
+    else:
+        records = []
+        summaries = browse.tool_summaries(viewer.store.db)
+    truncated = len(records) > AUDIT_ROWS_SHOWN
+    records = records[-AUDIT_ROWS_SHOWN:]  # the newest, in record order
+    if errors_first:
+        records.sort(key=lambda r: not r.is_error)  # stable: record order within each group
+    longest = max((r.took_us for r in records), default=0)
+    return HTMLResponse(
+        viewer.render(
+            "tools.html",
+            title="Tool calls",
+            nav="tools",
+            sid=sid,
+            tool=tool,
+            errors_first=errors_first,
+            records=records,
+            truncated=truncated,
+            longest=max(longest, 1),
+            summaries=summaries,
+            longest_mean=max((s.mean_took_us for s in summaries), default=1) or 1,
+        )
+    )
