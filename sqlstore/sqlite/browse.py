@@ -136,8 +136,8 @@ class StoreCounts:
     by_kind: dict[str, int] = field(default_factory=dict)
 
 
-def _position(meta: SessionMeta) -> str:
-    return ListPosition(clock.to_ns(meta.modified_at), meta.id).encode()
+def _position(row: tuple[Any, ...]) -> str:
+    return ListPosition(int(row[1]), str(row[0])).encode()
 
 
 def list_sessions(
@@ -177,16 +177,18 @@ def list_sessions(
             [*params, limit + 1],
         ).fetchall()
         more = len(found) > limit
-        metas = [rows.meta_from_row(r) for r in found[:limit]]
+        shown = found[:limit]
         if before is not None:
-            metas.reverse()
-            first: str | None = _position(metas[0]) if more and metas else None
-            return SessionList(
-                metas, first, _position(metas[-1]) if metas else newer_than, matching
-            )
-        newer = _position(metas[0]) if after is not None and metas else None
-        older = _position(metas[-1]) if more else None
-        return SessionList(metas, newer, older, matching)
+            shown.reverse()
+        metas = [rows.meta_from_row(r) for r in shown]
+        # Positions from the raw rows: modified_at on SessionMeta has only microseconds.
+        first = _position(shown[0]) if shown else None
+        last = _position(shown[-1]) if shown else None
+        if before is not None:
+            return SessionList(metas, first if more else None, last or newer_than, matching)
+        return SessionList(
+            metas, first if after is not None else None, last if more else None, matching
+        )
 
     return db.read(read)
 
