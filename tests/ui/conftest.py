@@ -113,6 +113,8 @@ def start_server(db: Path, *extra: str) -> Served:
         try:
             with urllib.request.urlopen(url + "/static/app.css", timeout=2):
                 break
+        except urllib.error.HTTPError:
+            break  # it answers (401 with --token)
         except (urllib.error.URLError, ConnectionError):
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
