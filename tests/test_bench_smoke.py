@@ -29,6 +29,7 @@ SCRIPTS = [
     "migrate",
     "peers",
     "redis_store",
+    "ui_pages",
 ]
 TIMEOUT_S = 120
 

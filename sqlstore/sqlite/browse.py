@@ -83,6 +83,10 @@ class SessionFilter:
     modified_after: datetime | None = None
     modified_before: datetime | None = None
 
+    def active(self) -> bool:
+        """Return True when any field filters."""
+        return bool(self.where()[0])
+
     def where(self) -> tuple[list[str], list[object]]:
         """Return the SQL conditions and their parameters."""
         conds: list[str] = []
@@ -147,8 +151,12 @@ def list_sessions(
     limit: int,
     older_than: str = "",
     newer_than: str = "",
+    count: bool = True,
 ) -> SessionList:
     """Return up to ``limit`` matching rows after ``older_than`` (or before ``newer_than``).
+
+    ``count=False`` skips counting the matches (``matching`` is then -1), for a caller
+    that knows the number already (no filter: every session matches).
 
     Raises:
         BadListCursor: a token does not decode.
@@ -159,8 +167,10 @@ def list_sessions(
 
     def read(conn: apsw.Connection) -> SessionList:
         base = " WHERE " + " AND ".join(conds) if conds else ""
-        count_row = conn.execute(f"SELECT count(*) FROM sessions{base}", args).fetchone()
-        matching = int(count_row[0]) if count_row else 0
+        matching = -1
+        if count:
+            count_row = conn.execute(f"SELECT count(*) FROM sessions{base}", args).fetchone()
+            matching = int(count_row[0]) if count_row else 0
         page_conds, params = list(conds), list(args)
         if before is not None:
             page_conds.append("(modified_at_ns > ? OR (modified_at_ns = ? AND id < ?))")
@@ -228,8 +238,10 @@ def children(db: Database, session_id: str, *, limit: int) -> list[SessionMeta]:
 
     def read(conn: apsw.Connection) -> list[SessionMeta]:
         found = conn.execute(
+            # The kind condition matches the partial index sessions_by_parent exactly.
             f"SELECT {rows.META_COLUMNS} FROM sessions "
             "WHERE json_extract(relationship, '$.parent_session_id') = ? "
+            "AND kind IN ('subagent', 'parallel_branch', 'team_member') "
             "ORDER BY modified_at_ns DESC, id ASC LIMIT ?",
             (session_id, limit),
         ).fetchall()

@@ -94,10 +94,12 @@ def sessions_page(viewer: Viewer, request: Request) -> HTMLResponse:
             limit=SESSIONS_PER_PAGE,
             older_than=q.get("older", ""),
             newer_than=q.get("newer", ""),
+            count=flt.active(),
         )
     except browse.BadListCursor as exc:
         raise BadRequest(f"{exc}; start again from the first page") from None
     counts = browse.store_counts(viewer.store.db)
+    matching = listing.matching if listing.matching >= 0 else counts.total
     keep = [(k, v) for k, v in q.multi_items() if k not in ("older", "newer")]
     return HTMLResponse(
         viewer.render(
@@ -105,6 +107,7 @@ def sessions_page(viewer: Viewer, request: Request) -> HTMLResponse:
             title="Sessions",
             nav="sessions",
             listing=listing,
+            matching=matching,
             counts=counts,
             flt=flt,
             raw=q,
