@@ -133,11 +133,12 @@ class SessionList:
 
 @dataclass(frozen=True, slots=True)
 class StoreCounts:
-    """Sessions in the whole store by state and by kind."""
+    """Sessions in the whole store by state and by kind, as of an inventory generation."""
 
     total: int
     by_state: dict[str, int] = field(default_factory=dict)
     by_kind: dict[str, int] = field(default_factory=dict)
+    generation: int = -1
 
 
 def _position(row: tuple[Any, ...]) -> str:
@@ -203,10 +204,21 @@ def list_sessions(
     return db.read(read)
 
 
+def inventory_generation(db: Database) -> int:
+    """Return the store's inventory generation.
+
+    It changes with every snapshot save, create and delete — every write that can
+    change a session's state or kind — so counts computed at one generation hold
+    until it moves (event appends and audit records do not move it).
+    """
+    return db.read(rows.inventory_generation)
+
+
 def store_counts(db: Database) -> StoreCounts:
-    """Count the sessions of the store by state and kind (one scan, one read transaction)."""
+    """Count the sessions of the store by state and kind (one index scan, one read transaction)."""
 
     def read(conn: apsw.Connection) -> StoreCounts:
+        generation = rows.inventory_generation(conn)
         by_state: dict[str, int] = {}
         by_kind: dict[str, int] = {}
         total = 0
@@ -216,7 +228,9 @@ def store_counts(db: Database) -> StoreCounts:
             by_state[state] = by_state.get(state, 0) + n
             by_kind[kind] = by_kind.get(kind, 0) + n
             total += n
-        return StoreCounts(total, dict(sorted(by_state.items())), dict(sorted(by_kind.items())))
+        return StoreCounts(
+            total, dict(sorted(by_state.items())), dict(sorted(by_kind.items())), generation
+        )
 
     return db.read(read)
 

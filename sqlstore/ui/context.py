@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import jinja2
 
-from sqlstore.sqlite import SQLiteStore
+from sqlstore.sqlite import SQLiteStore, browse
 from sqlstore.ui import present
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -66,6 +66,24 @@ class Viewer:
     stopping: threading.Event = field(default_factory=threading.Event)
     _streams: set[threading.Event] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _counts: browse.StoreCounts | None = None
+
+    def counts(self) -> browse.StoreCounts:
+        """Return the store's counts by state and kind, recounted only when they may differ.
+
+        Cached per inventory generation, which every snapshot save, create and
+        delete moves (one tiny read checks it); see :func:`browse.inventory_generation`.
+        """
+        cached = self._counts
+        if cached is not None and cached.generation == browse.inventory_generation(self.store.db):
+            return cached
+        fresh = browse.store_counts(self.store.db)
+        self._counts = fresh
+        return fresh
+
+    def drop_caches(self) -> None:
+        """Forget the cached counts (the next page recounts)."""
+        self._counts = None
 
     def render(self, name: str, **values: Any) -> str:
         """Render a template with ``values``."""

@@ -98,7 +98,7 @@ def sessions_page(viewer: Viewer, request: Request) -> HTMLResponse:
         )
     except browse.BadListCursor as exc:
         raise BadRequest(f"{exc}; start again from the first page") from None
-    counts = browse.store_counts(viewer.store.db)
+    counts = viewer.counts()
     matching = listing.matching if listing.matching >= 0 else counts.total
     keep = [(k, v) for k, v in q.multi_items() if k not in ("older", "newer")]
     return HTMLResponse(

@@ -253,3 +253,18 @@ def test_browsing_leaves_the_file_unchanged(tmp_path: Path, writer_open: bool) -
             assert c.post(path).status_code == 405
     assert file_digests(demo_db) == before
     writer.close()
+
+
+def test_counts_follow_writes_of_another_store(demo_db: Path) -> None:
+    """Counts are cached per inventory generation: a save elsewhere shows on the next page."""
+    with client_for(demo_db) as c:
+        assert ">failed 2</a>" in c.get("/").text
+        with SQLiteStore(demo_db) as writer:
+            extra = Session.new("one-more-failure")
+            extra.fail("boom")
+            writer.sessions.save(extra)
+            page = c.get("/").text
+            assert ">failed 3</a>" in page
+            assert '<span id="matching">65</span>' in page
+            writer.events.append_event("one-more-failure", Event(type="note"))
+            assert ">failed 3</a>" in c.get("/").text
