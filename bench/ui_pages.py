@@ -16,7 +16,7 @@ with ``--events`` events and a ``--messages``-message conversation.
   per-repetition p50 (network and browser excluded). The baseline is the plain
   library call that page is built on, measured in the same run: ``sessions.page(50)``
   for the session list, ``sessions.load`` for the session page, and
-  ``events.read_after(limit=100)`` for the timeline.
+  ``events.read_tail(100)`` for the timeline.
 * **Live latency**: a real ``sqlstore ui`` process (the console script) serves
   ``/stream``; this process reads the server-sent events; a spawned writer
   process appends ``--live-events`` events with 20-60 ms pauses, each stamped with
@@ -205,7 +205,7 @@ def server_times(path: Path, requests: int) -> dict[str, dict[str, float]]:
             ),
             "timeline": (
                 lambda: caller.get("/timeline", f"id={BIG_ID}"),
-                lambda: list(store.events.read_after(BIG_ID, "", limit=100)),
+                lambda: store.events.read_tail(BIG_ID, 100),
             ),
         }
         out: dict[str, dict[str, float]] = {}
@@ -249,11 +249,7 @@ def live_latencies(path: Path, count: int, seed: int) -> list[float]:
     try:
         conn = _connect(port)
         with SQLiteStore(path, readonly=True, create=False) as store:
-            tail = store.events.read_tail(BIG_ID, 1) if hasattr(store.events, "read_tail") else []
-            cursor = tail[-1].cursor if tail else ""
-            if not cursor:
-                for record in store.events.read_after(BIG_ID, ""):
-                    cursor = record.cursor
+            cursor = store.events.read_tail(BIG_ID, 1)[-1].cursor
         conn.request("GET", f"/stream?id={BIG_ID}&after={cursor}")
         response = conn.getresponse()
         assert response.status == 200
@@ -338,7 +334,7 @@ def main() -> None:
         "timeline": (
             f"timeline page (tail 100 of {size['events']:,} events)",
             GOAL_SESSION_S,
-            "read_after(limit=100)",
+            "read_tail(100)",
         ),
     }
     for name, (measure, goal, base_name) in labels.items():

@@ -1,5 +1,5 @@
 """Read-only queries for the viewer (``sqlstore ui``): filtered session listing, counts,
-timed log pages, lineage and tool summaries of a SQLite store.
+record write times, lineage and tool summaries of a SQLite store.
 
 The ports answer "give me this session / these records"; a viewer also needs
 "which sessions match these filters, newest first, from here", "when was each
@@ -28,7 +28,7 @@ import apsw
 
 from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
-from sqlstore.cursor import check_boundary, decode_cursor, encode_cursor
+from sqlstore.errors import CursorMalformed
 from sqlstore.inventory import SessionMeta
 from sqlstore.sqlite import rows
 from sqlstore.sqlite.database import Database
@@ -264,110 +264,30 @@ def children(db: Database, session_id: str, *, limit: int) -> list[SessionMeta]:
     return db.read(read)
 
 
-@dataclass(frozen=True, slots=True)
-class TimedRecord:
-    """One log record as the timeline shows it."""
+def log_head(db: Database, session_id: str) -> tuple[str | None, int]:
+    """Return (generation, length) of a session's log, or (None, 0) when it has none."""
 
-    pos: int
-    is_gap: bool
-    type: str
-    at: datetime
-    body: dict[str, Any] | str  # event JSON, or the gap reason
-    cursor: str  # the cursor just after this record
-
-
-@dataclass(frozen=True, slots=True)
-class LogPage:
-    """A window of a log: records in append order and where the log stands."""
-
-    session_id: str
-    records: list[TimedRecord]
-    length: int
-    generation: str | None
-
-    @property
-    def has_before(self) -> bool:
-        """True when records precede the window."""
-        return bool(self.records) and self.records[0].pos > 1
-
-    @property
-    def has_after(self) -> bool:
-        """True when records follow the window."""
-        return bool(self.records) and self.records[-1].pos < self.length
-
-    def before_cursor(self) -> str:
-        """Return the cursor just before the first record (for the page of earlier records)."""
-        if not self.records or self.generation is None:
-            return ""
-        return encode_cursor(self.session_id, self.generation, self.records[0].pos - 1)
-
-
-def _timed(session_id: str, generation: str, row: tuple[Any, ...]) -> TimedRecord:
-    pos, is_gap, etype, at_ns, body = row
-    if is_gap:
-        content: dict[str, Any] | str = bytes(body).decode("utf-8", "replace")
-    else:
-        try:
-            content = json.loads(bytes(body))
-        except ValueError:
-            content = {"undecodable": bytes(body).decode("utf-8", "replace")}
-    return TimedRecord(
-        pos=int(pos),
-        is_gap=bool(is_gap),
-        type=str(etype),
-        at=clock.from_ns(int(at_ns)),
-        body=content,
-        cursor=encode_cursor(session_id, generation, int(pos)),
-    )
-
-
-def log_page(
-    db: Database,
-    session_id: str,
-    *,
-    limit: int,
-    after: str | None = None,
-    before: str | None = None,
-) -> LogPage:
-    """Return up to ``limit`` records of a log with their write times.
-
-    ``after``: the records strictly after that cursor (``""`` = from the start);
-    ``before``: the records strictly before it (``""`` = the end, i.e. the tail);
-    neither: the tail. Cursors are checked as every read checks them.
-
-    Raises:
-        CursorMalformed, CursorExpired: the cursor is not one of this log now.
-    """
-
-    def read(conn: apsw.Connection) -> LogPage:
-        head = conn.execute(
+    def read(conn: apsw.Connection) -> tuple[str | None, int]:
+        row = conn.execute(
             "SELECT generation, length FROM event_logs WHERE session_id = ?", (session_id,)
         ).fetchone()
-        generation, length = (None, 0) if head is None else (str(head[0]), int(head[1]))
-        cols = "pos, is_gap, type, at_ns, body"
-        if after is not None:
-            pos = decode_cursor(after, session_id, generation)
-            check_boundary(pos, length)
-            sql = f"SELECT {cols} FROM events WHERE session_id = ? AND pos > ? ORDER BY pos LIMIT ?"
-            found = conn.execute(sql, (session_id, pos, limit)).fetchall()
-        else:
-            end = length + 1
-            if before:
-                end = decode_cursor(before, session_id, generation)
-                check_boundary(end, length)
-                end += 1  # the cursor names the record it follows; that record is shown
-            sql = (
-                f"SELECT {cols} FROM events WHERE session_id = ? AND pos < ? "
-                "ORDER BY pos DESC LIMIT ?"
-            )
-            found = conn.execute(sql, (session_id, end, limit)).fetchall()
-            found.reverse()
-        if generation is None:
-            return LogPage(session_id, [], 0, None)
-        records = [_timed(session_id, generation, r) for r in found]
-        return LogPage(session_id, records, length, generation)
+        return (None, 0) if row is None else (str(row[0]), int(row[1]))
 
     return db.read(read)
+
+
+def cursor_position(cursor: str) -> int:
+    """Return the record position a cursor names (for cursors the store just returned).
+
+    Raises:
+        CursorMalformed: the text is not a cursor.
+    """
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        doc = json.loads(raw.decode("utf-8"))
+        return int(doc["p"])
+    except (binascii.Error, ValueError, UnicodeDecodeError, KeyError, TypeError):
+        raise CursorMalformed("not a cursor") from None
 
 
 def record_times(db: Database, session_id: str, positions: list[int]) -> dict[int, datetime]:

@@ -18,7 +18,6 @@ recreated).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import threading
@@ -29,12 +28,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
-from sqlstore.cursor import decode_cursor
 from sqlstore.errors import StoreError
 from sqlstore.events import LogRecord
-from sqlstore.sqlite import browse
-from sqlstore.ui import present
 from sqlstore.ui.context import Viewer
+from sqlstore.ui.pages import log_rows
 
 HEARTBEAT_S = 15.0
 """Seconds between keep-alive comments on an idle stream."""
@@ -43,12 +40,6 @@ BATCH_MAX_RECORDS = 256
 """Records sent per wake-up at most (a burst is split into several batches)."""
 
 _END = object()
-
-
-def record_position(record: LogRecord, session_id: str) -> int:
-    """Return the position of a record, which its cursor names (checked as any read does)."""
-    raw = base64.urlsafe_b64decode(record.cursor + "=" * (-len(record.cursor) % 4))
-    return decode_cursor(record.cursor, session_id, str(json.loads(raw)["g"]))
 
 
 def _frame(event: str, data: Any, event_id: str = "") -> str:
@@ -66,7 +57,7 @@ async def stream(viewer: Viewer, request: Request) -> Response:
     if not sid:
         return PlainTextResponse("the stream needs ?id=SESSION_ID\n", status_code=400)
     try:  # a bad cursor is refused up front, with a status the page can show
-        await run_in_threadpool(browse.log_page, viewer.store.db, sid, limit=1, after=after)
+        await run_in_threadpool(lambda: list(viewer.store.events.read_after(sid, after, limit=1)))
     except StoreError as exc:
         return PlainTextResponse(f"{exc}\n", status_code=400)
     stop = viewer.open_stream()
@@ -126,13 +117,4 @@ async def _frames(
 
 
 def _record_frames(viewer: Viewer, sid: str, records: list[LogRecord]) -> list[str]:
-    positions = [record_position(r, sid) for r in records]
-    times = browse.record_times(viewer.store.db, sid, positions)
-    frames = []
-    for pos, rec in zip(positions, records, strict=True):
-        is_gap = rec.kind == "gap"
-        body: Any = rec.gap_reason if is_gap or rec.event is None else rec.event.to_json()
-        etype = "" if rec.event is None else rec.event.type
-        row = present.record_row(pos, is_gap, etype, times.get(pos), body, rec.cursor)
-        frames.append(_frame("record", row, rec.cursor))
-    return frames
+    return [_frame("record", row, row["cursor"]) for row in log_rows(viewer, sid, records)]

@@ -8,12 +8,14 @@ through an autoescaping template.
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from sqlstore import clock
 from sqlstore.errors import SessionNotFound
+from sqlstore.events import LogRecord
 from sqlstore.model import Kind, State
 from sqlstore.sqlite import browse
 from sqlstore.ui import present
@@ -161,35 +163,56 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
     )
 
 
+def log_rows(viewer: Viewer, sid: str, records: list[LogRecord]) -> list[dict[str, Any]]:
+    """Return the timeline rows of records read from the store, with their write times."""
+    positions = [browse.cursor_position(r.cursor) for r in records]
+    times = browse.record_times(viewer.store.db, sid, positions)
+    out = []
+    for pos, rec in zip(positions, records, strict=True):
+        is_gap = rec.kind == "gap"
+        body: Any = rec.gap_reason if is_gap or rec.event is None else rec.event.to_json()
+        etype = "" if rec.event is None else rec.event.type
+        out.append(present.record_row(pos, is_gap, etype, times.get(pos), body, rec.cursor))
+    return out
+
+
 def timeline_page(viewer: Viewer, request: Request) -> HTMLResponse:
-    """The event log: types, times, gaps; paged both ways by cursor; live follow at the tail."""
+    """The event log: types, times, gaps; paged both ways by cursor; live follow at the tail.
+
+    ``?after=C`` reads forwards (``events.read_after``), ``?before=C`` backwards
+    (``events.read_before``), neither the tail (``events.read_tail``): the store's own
+    cursored reads, so cursors are checked exactly as everywhere else.
+    """
     sid = _session_id(request)
     q = request.query_params
     after = q.get("after")
-    before = q.get("before")
-    page = browse.log_page(
-        viewer.store.db,
-        sid,
-        limit=RECORDS_PER_PAGE,
-        after=after,
-        before=None if after is not None else (before or ""),
-    )
-    if page.generation is None and browse.session_meta(viewer.store.db, sid) is None:
+    before = q.get("before", "")
+    events = viewer.store.events
+    if after is not None:
+        records = list(events.read_after(sid, after, limit=RECORDS_PER_PAGE))
+    elif before:
+        records = events.read_before(sid, before, limit=RECORDS_PER_PAGE)
+    else:
+        records = events.read_tail(sid, RECORDS_PER_PAGE)
+    generation, length = browse.log_head(viewer.store.db, sid)
+    if generation is None and browse.session_meta(viewer.store.db, sid) is None:
         raise SessionNotFound(sid)
-    rows = [
-        present.record_row(r.pos, r.is_gap, r.type, r.at, r.body, r.cursor) for r in page.records
-    ]
-    at_tail = not page.has_after
+    rows = log_rows(viewer, sid, records)
+    first = rows[0]["pos"] if rows else 0
+    last = rows[-1]["pos"] if rows else 0
     return HTMLResponse(
         viewer.render(
             "timeline.html",
             title=f"Timeline {present.one_line(sid, 60)}",
             nav="sessions",
             sid=sid,
-            page=page,
+            length=length,
+            generation=generation,
             rows=rows,
-            at_tail=at_tail,
-            tail_cursor=rows[-1]["cursor"] if rows else "",
+            earlier=rows[0]["cursor"] if first > 1 else "",
+            later=rows[-1]["cursor"] if rows and last < length else "",
+            at_tail=last >= length,
+            tail_cursor=rows[-1]["cursor"] if rows else (after or ""),
         )
     )
 
