@@ -21,7 +21,13 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from sqlstore.errors import CursorExpired, CursorMalformed, SessionNotFound, StoreError
+from sqlstore.errors import (
+    CursorExpired,
+    CursorMalformed,
+    InvalidSessionId,
+    SessionNotFound,
+    StoreError,
+)
 from sqlstore.ui import live, pages, store_pages
 from sqlstore.ui.context import STATIC_DIR, Viewer
 from sqlstore.ui.security import ASGIApp, Guard, GuardConfig
@@ -35,7 +41,7 @@ def _page(viewer: Viewer, handler: Handler) -> Callable[[Request], Any]:
             return await run_in_threadpool(handler, viewer, request)
         except SessionNotFound as exc:
             return _error(viewer, 404, "No such session", str(exc), exc.hint)
-        except (pages.BadRequest, CursorMalformed, CursorExpired) as exc:
+        except (pages.BadRequest, CursorMalformed, CursorExpired, InvalidSessionId) as exc:
             hint = getattr(exc, "hint", "") or ""
             return _error(viewer, 400, "Bad request", str(exc), hint)
         except StoreError as exc:

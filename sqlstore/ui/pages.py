@@ -211,7 +211,8 @@ def timeline_page(viewer: Viewer, request: Request) -> HTMLResponse:
             rows=rows,
             earlier=rows[0]["cursor"] if first > 1 else "",
             later=rows[-1]["cursor"] if rows and last < length else "",
-            at_tail=last >= length,
+            # No records: past the end after a cursor (or an empty log) follows from there.
+            at_tail=last >= length if rows else (after is not None or length == 0),
             tail_cursor=rows[-1]["cursor"] if rows else (after or ""),
         )
     )

@@ -268,3 +268,14 @@ def test_counts_follow_writes_of_another_store(demo_db: Path) -> None:
             assert '<span id="matching">65</span>' in page
             writer.events.append_event("one-more-failure", Event(type="note"))
             assert ">failed 3</a>" in c.get("/").text
+
+
+def test_bad_ids_and_the_end_of_a_log(client: TestClient) -> None:
+    """An invalid id is a 404 or 400 page, never a 500; the end of a log offers live follow."""
+    assert client.get("/session", params={"id": "a\x00b"}).status_code == 404
+    assert client.get("/timeline", params={"id": "a\x00b"}).status_code == 400
+    tail = client.get("/timeline", params={"id": demo_store.LIVE_ID}).text
+    cursor = html.unescape(re.search(r'data-after="([^"]+)"', tail).group(1))  # type: ignore[union-attr]
+    end = client.get("/timeline", params={"id": demo_store.LIVE_ID, "after": cursor}).text
+    assert "No records yet." in end and 'id="follow"' in end
+    assert f'data-after="{html.escape(cursor)}"' in end
