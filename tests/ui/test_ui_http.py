@@ -279,3 +279,35 @@ def test_bad_ids_and_the_end_of_a_log(client: TestClient) -> None:
     end = client.get("/timeline", params={"id": demo_store.LIVE_ID, "after": cursor}).text
     assert "No records yet." in end and 'id="follow"' in end
     assert f'data-after="{html.escape(cursor)}"' in end
+
+
+def test_retention_page_plans_without_deleting(tmp_path: Path) -> None:
+    """The retention page lists what the policy would delete and the history; nothing goes."""
+    from datetime import UTC, datetime, timedelta
+
+    import retention
+    from cli.ui_cmd import PolicySource
+    from sqlstore.ui.context import Viewer
+
+    path = tmp_path / "demo.db"
+    with demo_store.build(path) as writer:
+        started = datetime.now(UTC)
+        retention.record_run(
+            writer,
+            retention.RunRecord(started, started, "policy-hash-1234", 3, 2, 1, 0, detail="sweep"),
+        )
+    policy = retention.Policy(child=retention.Rule(max_age=timedelta(microseconds=1)))
+    viewer = Viewer(
+        store=SQLiteStore(path, readonly=True, create=False),
+        retention=PolicySource(retention.RetentionConfig(policy=policy)),
+    )
+    app = create_app(viewer, GuardConfig(host="127.0.0.1", port=PORT))
+    before = file_digests(path)
+    with TestClient(app, base_url=BASE) as c:
+        page = c.get("/retention").text
+    assert f'href="/session?id={demo_store.CHILD_ID}"' in page
+    assert "<td>age</td>" in page
+    assert "policy-hash-" in page and '<td class="num">2</td>' in page
+    assert file_digests(path) == before
+    with SQLiteStore(path, readonly=True, create=False) as store:
+        assert store.sessions.load(demo_store.CHILD_ID).id == demo_store.CHILD_ID
