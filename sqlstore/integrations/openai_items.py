@@ -13,6 +13,7 @@ and a readable conversation of :class:`~sqlstore.model.Message` values.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -269,13 +270,16 @@ def after_add(
     doc["items"] = _count(doc.get("items")) + len(items)
     doc["calls"] = pending
     snap.extra[MARKER_KEY] = doc
+    turns = snap.counters.turns
     for item in items:
         text = user_text(item)
         if text is not None:
-            snap.counters.turns += 1
+            turns += 1
             if not snap.title and text.strip():
                 snap.title = clamp_title(text)
-    snap.counters.tool_calls += audited
+    snap.counters = replace(
+        snap.counters, turns=turns, tool_calls=snap.counters.tool_calls + audited
+    )
     return snap
 
 
@@ -286,7 +290,7 @@ def after_pop(base: Session, popped: Mapping[str, Any]) -> Session:
     doc["items"] = max(0, _count(doc.get("items")) - 1)
     snap.extra[MARKER_KEY] = doc
     if user_text(popped) is not None:
-        snap.counters.turns = max(0, snap.counters.turns - 1)
+        snap.counters = replace(snap.counters, turns=max(0, snap.counters.turns - 1))
     return snap
 
 
