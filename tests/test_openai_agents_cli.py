@@ -83,7 +83,12 @@ def test_show_renders_the_conversation(tmp_path: Path) -> None:
     assert ["messages", "6"] in [line.split() for line in out.splitlines()]
     doc = json.loads(run("--db", str(db), "show", "chat", "--json").output)
     assert [m["role"] for m in doc["messages"]] == [
-        "user", "assistant", "tool", "assistant", "tool", "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
     ]
 
 
@@ -91,8 +96,11 @@ def test_show_applies_pops(tmp_path: Path) -> None:
     """Popped items are not shown."""
     db = tmp_path / "s.db"
     session = SqlstoreSession("p", db)
-    asyncio.run(session.add_items([{"role": "user", "content": "keep"},
-                                   {"role": "user", "content": "drop me"}]))
+    asyncio.run(
+        session.add_items(
+            [{"role": "user", "content": "keep"}, {"role": "user", "content": "drop me"}]
+        )
+    )
     asyncio.run(session.pop_item())
     session.close()
     out = run("--db", str(db), "show", "p").output

@@ -94,9 +94,7 @@ MESSAGES = [
 async def limits(make: Factory) -> Any:
     session = make("limits")
     await session.add_items(MESSAGES)
-    return [
-        contents(await session.get_items(n)) for n in (None, 2, 4, 6, 10, 0, -1, 1)
-    ]
+    return [contents(await session.get_items(n)) for n in (None, 2, 4, 6, 10, 0, -1, 1)]
 
 
 def test_limit_returns_newest_in_order(reference: Factory, ours: Factory) -> None:
@@ -133,8 +131,14 @@ async def settings_limit(make: Factory) -> Any:
 def test_explicit_limit_overrides_settings(reference: Factory, ours: Factory) -> None:
     """session_settings.limit is the default; an explicit limit (even 0) overrides it."""
     got = both(settings_limit, reference, ours)
-    assert got == (3, ["Message 3", "Message 4", "Message 5"],
-                   [f"Message {i}" for i in range(1, 6)], [], ["Message 1"], None)
+    assert got == (
+        3,
+        ["Message 3", "Message 4", "Message 5"],
+        [f"Message {i}" for i in range(1, 6)],
+        [],
+        ["Message 1"],
+        None,
+    )
 
 
 async def popping(make: Factory) -> Any:
@@ -238,9 +242,7 @@ async def many_tasks(make: Factory) -> Any:
 
     await asyncio.gather(*(writer(task) for task in range(8)))
     got = contents(await session.get_items())
-    per_task = {
-        task: [c for c in got if c.startswith(f"{task}:")] for task in range(8)
-    }
+    per_task = {task: [c for c in got if c.startswith(f"{task}:")] for task in range(8)}
     batches_whole = all(
         got[i].rsplit(":", 1)[0] == got[i + k].rsplit(":", 1)[0]
         for i in range(0, len(got), 3)

@@ -74,7 +74,11 @@ def test_runner_in_two_processes_shares_history(tmp_path: Path) -> None:
     assert second["output"] == "I saw 2 user messages"
     history = second["inputs"][0]
     assert [i.get("type", "message") for i in history] == [
-        "message", "function_call", "function_call_output", "message", "message",
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+        "message",
     ]
     assert history[0]["content"] == "add 2 3" and history[2]["output"] == "5"
 

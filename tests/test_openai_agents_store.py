@@ -86,8 +86,18 @@ def test_items_are_log_records_and_calls_audit_rows(tmp_path: Path) -> None:
     session = SqlstoreSession("chat", db)
     run(session.add_items([{"role": "user", "content": "hi"}, CALL]))
     run(session.add_items([OUTPUT]))
-    run(session.add_items([{**CALL, "call_id": "c2"}, {**OUTPUT, "call_id": "c2",
-        "output": "An error occurred while running the tool. Please try again."}]))
+    run(
+        session.add_items(
+            [
+                {**CALL, "call_id": "c2"},
+                {
+                    **OUTPUT,
+                    "call_id": "c2",
+                    "output": "An error occurred while running the tool. Please try again.",
+                },
+            ]
+        )
+    )
     session.close()
     with sqlstore.open(str(db)) as store:
         events = list(store.events.read("chat"))
@@ -97,7 +107,13 @@ def test_items_are_log_records_and_calls_audit_rows(tmp_path: Path) -> None:
     assert events[1].data["item"] == CALL
     assert [(r.call_id, r.tool, r.args, r.result, r.is_error) for r in rows] == [
         ("c1", "lookup", '{"q": "x"}', "found", False),
-        ("c2", "lookup", '{"q": "x"}', "An error occurred while running the tool. Please try again.", True),
+        (
+            "c2",
+            "lookup",
+            '{"q": "x"}',
+            "An error occurred while running the tool. Please try again.",
+            True,
+        ),
     ]
     assert rows[0].took_us > 0 and rows[1].took_us == 0
     assert by_tool == rows

@@ -46,13 +46,15 @@ def newest(log: EventLog, session_id: str, limit: int | None) -> list[tuple[int,
 
     def read_before(before: str, count: int) -> Sequence[LogRecord]:
         if before == "":
-            return log.read_tail(session_id, count)  # type: ignore[attr-defined,no-any-return]
-        return log.read_before(session_id, before, limit=count)  # type: ignore[attr-defined,no-any-return]
+            return log.read_tail(session_id, count)
+        return log.read_before(session_id, before, limit=count)
 
     return list(_walk(session_id, read_before, limit))
 
 
-def _walk(session_id: str, read_before: ReadBefore, limit: int | None) -> Iterator[tuple[int, Event]]:
+def _walk(
+    session_id: str, read_before: ReadBefore, limit: int | None
+) -> Iterator[tuple[int, Event]]:
     wanted = READ_ALL_CHUNK_RECORDS if limit is None else limit
     if wanted <= 0:
         return

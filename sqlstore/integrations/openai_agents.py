@@ -118,7 +118,9 @@ class SqlstoreSession:
         validate_session_id(session_id)
         self.session_id = session_id
         self.session_settings = (
-            SessionSettings() if session_settings is None else coerce_session_settings(session_settings)
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
         )
         self._owner = _principal(owner)
         self._labels = _labels(labels)
@@ -208,7 +210,7 @@ class SqlstoreSession:
         calls: dict[str, JSON] = dict(pending) if isinstance(pending, dict) else {}
         audit = openai_items.audit_rows(self.session_id, items, calls, clock.now_ns(), clock.now())
         snap = openai_items.after_add(base, items, calls, len(audit))
-        applied = self._store.apply(  # type: ignore[attr-defined]
+        applied = self._store.apply(
             self.session_id, snapshot=snap, events=events, audit=audit, expected_version=version
         )
         return None, snap, int(applied.version)
@@ -216,7 +218,9 @@ class SqlstoreSession:
     def _pop_item(self) -> Any | None:
         return self._retry(self._pop_once)
 
-    def _pop_once(self, base: Session | None, version: int) -> tuple[Any | None, Session | None, int]:
+    def _pop_once(
+        self, base: Session | None, version: int
+    ) -> tuple[Any | None, Session | None, int]:
         if base is None:
             return None, None, 0
         newest = item_stack.newest(self._store.events, self.session_id, 2)
@@ -226,7 +230,7 @@ class SqlstoreSession:
         item = openai_items.item_of(event)
         snap = openai_items.after_pop(base, item)
         top = rest[0][0] if rest else 0
-        applied = self._store.apply(  # type: ignore[attr-defined]
+        applied = self._store.apply(
             self.session_id,
             snapshot=snap,
             events=[item_stack.pop_record(position, top)],
@@ -256,7 +260,7 @@ class SqlstoreSession:
 
     def _load(self) -> tuple[Session | None, int]:
         try:
-            session, version = self._store.sessions.load_versioned(self.session_id)  # type: ignore[attr-defined]
+            session, version = self._store.sessions.load_versioned(self.session_id)
         except SessionNotFound:
             return None, 0
         if MARKER_KEY not in session.extra:

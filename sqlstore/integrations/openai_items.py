@@ -13,8 +13,8 @@ and a readable conversation of :class:`~sqlstore.model.Message` values.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -86,9 +86,9 @@ def item_of(event: Event) -> dict[str, Any]:
     """Return the item an ``openai_agents.item`` event carries (a fresh object)."""
     if "item_json" in event.data:
         text = event.data["item_json"]
-        return json.loads(text) if isinstance(text, str) else {}  # type: ignore[no-any-return]
+        return json.loads(text) if isinstance(text, str) else {}
     item = event.data.get("item")
-    return json.loads(json.dumps(item)) if isinstance(item, dict) else {}  # type: ignore[no-any-return]
+    return json.loads(json.dumps(item)) if isinstance(item, dict) else {}
 
 
 def text_of(content: object) -> str:
@@ -159,7 +159,7 @@ def audit_rows(
                 tool, args = batch.pop(call_id)
             elif isinstance(known := pending.pop(call_id, None), list) and len(known) == 3:
                 tool, args = str(known[0]), str(known[1])
-                took_us = max(0, (now_ns - int(known[2])) // 1000)  # type: ignore[call-overload]
+                took_us = max(0, (now_ns - int(known[2])) // 1000)
             else:
                 tool, args = kind.removesuffix("_call_output"), ""
             result = _text(item.get("output", ""))

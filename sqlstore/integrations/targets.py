@@ -35,6 +35,4 @@ def resolve_store(target: StoreTarget) -> tuple[Store, bool]:
         return sync, False
     if hasattr(target, "sessions") and hasattr(target, "events"):
         return target, False
-    raise TypeError(
-        f"store must be a path, a URL or a sqlstore store, not {type(target).__name__}"
-    )
+    raise TypeError(f"store must be a path, a URL or a sqlstore store, not {type(target).__name__}")
