@@ -77,7 +77,7 @@ def test_snapshot_lists_the_session(tmp_path: Path) -> None:
     assert snap.counters.tool_calls == 1
     assert snap.labels == {"team": "qa"}
     assert snap.messages == []  # the conversation lives in the log only
-    assert snap.extra["openai_agents"] == {"items": 5, "calls": {}}
+    assert snap.extra["openai_agents"] == {"calls": {}}
 
 
 def test_items_are_log_records_and_calls_audit_rows(tmp_path: Path) -> None:
@@ -241,10 +241,11 @@ def test_events_show_pops(tmp_path: Path) -> None:
     """A pop is a record in the log, naming the popped item's position."""
     with sqlstore.open(str(tmp_path / "s.db")) as store:
         session = SqlstoreSession("p", store)
-        run(session.add_items([{"content": "a"}, {"content": "b"}]))
-        assert run(session.pop_item()) == {"content": "b"}
+        run(session.add_items([{"content": "a"}, {"role": "user", "content": "b"}]))
+        assert store.sessions.meta("p").turns == 1
+        assert run(session.pop_item()) == {"role": "user", "content": "b"}
         events = list(store.events.read("p"))
         assert [e.type for e in events] == ["openai_agents.item"] * 2 + ["openai_agents.pop"]
         assert events[-1].data == {"popped": 2, "top": 1}
-        assert store.sessions.load("p").extra["openai_agents"]["items"] == 1  # type: ignore[index]
+        assert store.sessions.meta("p").turns == 0
         assert json.loads(json.dumps(events[0].data)) == {"item": {"content": "a"}}

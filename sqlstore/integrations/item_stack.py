@@ -71,10 +71,10 @@ def _walk(
             records = read_before(before, max(count, 2))
             if not records:
                 return
-            chunk = {}
-            for rec in records:
-                generation, pos = parse_cursor(rec.cursor, session_id)
-                chunk[pos] = rec
+            # A backward read returns consecutive records: one parsed cursor gives every position.
+            generation, last = parse_cursor(records[-1].cursor, session_id)
+            first = last - len(records) + 1
+            chunk = dict(zip(range(first, last + 1), records, strict=True))
             if want is None:
                 want = max(chunk)
             elif want not in chunk:

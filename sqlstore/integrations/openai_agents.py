@@ -50,6 +50,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without the e
 from sqlstore import clock
 from sqlstore.errors import (
     CursorExpired,
+    InvalidEvent,
     SessionNotFound,
     StoreClosed,
     StoreError,
@@ -197,21 +198,34 @@ class SqlstoreSession:
         raise _gave_up(self.session_id)
 
     def _add_items(self, items: list[Any], events: list[Any]) -> None:
-        fresh = [openai_items.item_of(e) for e in events]
-        self._retry(lambda base, version: self._add_once(base, version, fresh, events))
+        try:
+            self._retry(lambda base, version: self._add_once(base, version, items, events))
+        except InvalidEvent:
+            # Refused whole, nothing stored: find the item that does not encode (its index
+            # in the error), or keep exotic values (lone surrogates, NaN) as JSON text.
+            careful = openai_items.item_events(items, careful=True)
+            self._retry(lambda base, version: self._add_once(base, version, items, careful))
 
     def _add_once(
         self, base: Session | None, version: int, items: list[Any], events: list[Any]
     ) -> tuple[None, Session, int]:
+        fresh = base is None
         if base is None:
             base = Session.new(self.session_id, owner=self._owner, labels=self._labels)
-            base.extra[MARKER_KEY] = {"items": 0, "calls": {}}
+            base.extra[MARKER_KEY] = {"calls": {}}
         pending = openai_items.marker(base).get("calls")
         calls: dict[str, JSON] = dict(pending) if isinstance(pending, dict) else {}
         audit = openai_items.audit_rows(self.session_id, items, calls, clock.now_ns(), clock.now())
         snap = openai_items.after_add(base, items, calls, len(audit))
+        # The snapshot is rewritten only when what listing shows changes (title, counts,
+        # calls awaiting output); the version check guards the log either way.
+        changed = fresh or openai_items.listing_changed(base, snap)
         applied = self._store.apply(
-            self.session_id, snapshot=snap, events=events, audit=audit, expected_version=version
+            self.session_id,
+            snapshot=snap if changed else None,
+            events=events,
+            audit=audit,
+            expected_version=version,
         )
         return None, snap, int(applied.version)
 
@@ -232,7 +246,7 @@ class SqlstoreSession:
         top = rest[0][0] if rest else 0
         applied = self._store.apply(
             self.session_id,
-            snapshot=snap,
+            snapshot=snap if openai_items.listing_changed(base, snap) else None,
             events=[item_stack.pop_record(position, top)],
             expected_version=version,
         )

@@ -22,11 +22,12 @@ from sqlstore.audit import ToolCallRecord
 from sqlstore.errors import StoreError
 from sqlstore.events import Event
 from sqlstore.integrations.item_stack import ITEM_EVENT
-from sqlstore.model import JSON, Message, Part, ToolCall, ToolResult
+from sqlstore.model import JSON, Counters, Message, Part, ToolCall, ToolResult
 from sqlstore.session import Session, clamp_title
 
 MARKER_KEY = "openai_agents"
-"""Snapshot ``extra`` key of an OpenAI Agents session: ``{"items": n, "calls": {...}}``."""
+"""Snapshot ``extra`` key of an OpenAI Agents session: ``{"calls": {call id: [tool, args,
+at_ns]}}`` (the tool calls still awaiting their output)."""
 
 PENDING_CALLS_MAX = 256
 """Tool calls kept waiting for their output in the snapshot (the oldest are dropped)."""
@@ -55,11 +56,18 @@ class InvalidItem(StoreError, TypeError):
     default_hint = "Session items must be JSON objects (dicts of str, numbers, lists, dicts)."
 
 
-def item_events(items: Sequence[object]) -> list[Event]:
-    """Return one ``openai_agents.item`` event per item, checking every item first.
+def item_events(items: Sequence[object], *, careful: bool = False) -> list[Event]:
+    """Return one ``openai_agents.item`` event per item.
+
+    The quick form only checks that every item is a dict, and leaves the JSON
+    check to the store (which refuses the whole batch, storing nothing, when an
+    event does not encode). ``careful=True`` encodes each item here: an item the
+    event codec cannot carry verbatim goes in ``data.item_json``, and one that
+    is not JSON at all is named by its index.
 
     Raises:
-        InvalidItem: an item is not a dict or not JSON-serialisable (names its index).
+        InvalidItem: ``items`` is not a list, or an item is not a dict or (careful)
+            not JSON-serialisable.
     """
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
         raise InvalidItem(f"add_items takes a list of items, not {type(items).__name__}")
@@ -67,28 +75,32 @@ def item_events(items: Sequence[object]) -> list[Event]:
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise InvalidItem(f"item {index} is a {type(item).__name__}, not a JSON object")
-        try:
-            text = _STRICT.encode(item)
-            text.encode("utf-8")
-            data: dict[str, JSON] = {"item": json.loads(text)}
-        except (ValueError, UnicodeEncodeError):
+        data: dict[str, JSON] = {"item": item}
+        if careful:
             try:
-                data = {"item_json": json.dumps(item)}
-            except (TypeError, ValueError, RecursionError) as exc:
+                _STRICT.encode(item).encode("utf-8")  # what the event codec accepts
+            except (ValueError, UnicodeEncodeError):
+                try:
+                    data = {"item_json": json.dumps(item)}
+                except (TypeError, ValueError, RecursionError) as exc:
+                    raise InvalidItem(f"item {index} is not JSON-serialisable: {exc}") from None
+            except (TypeError, RecursionError) as exc:
                 raise InvalidItem(f"item {index} is not JSON-serialisable: {exc}") from None
-        except (TypeError, RecursionError) as exc:
-            raise InvalidItem(f"item {index} is not JSON-serialisable: {exc}") from None
         events.append(Event(ITEM_EVENT, data=data))
     return events
 
 
 def item_of(event: Event) -> dict[str, Any]:
-    """Return the item an ``openai_agents.item`` event carries (a fresh object)."""
-    if "item_json" in event.data:
-        text = event.data["item_json"]
-        return json.loads(text) if isinstance(text, str) else {}
+    """Return the item an ``openai_agents.item`` event carries.
+
+    Every backend decodes a record from its stored bytes on each read, so the
+    item is the caller's own object, shared with no one.
+    """
     item = event.data.get("item")
-    return json.loads(json.dumps(item)) if isinstance(item, dict) else {}
+    if isinstance(item, dict):
+        return item
+    text = event.data.get("item_json")
+    return json.loads(text) if isinstance(text, str) else {}
 
 
 def text_of(content: object) -> str:
@@ -265,34 +277,36 @@ def after_add(
     audited: int,
 ) -> Session:
     """Return the snapshot after ``add_items``: title, turn and tool-call counts, bookkeeping."""
-    snap = base.copy()
-    doc = marker(snap)
-    doc["items"] = _count(doc.get("items")) + len(items)
+    doc = marker(base)
     doc["calls"] = pending
-    snap.extra[MARKER_KEY] = doc
-    turns = snap.counters.turns
+    title, turns = base.title, base.counters.turns
     for item in items:
         text = user_text(item)
         if text is not None:
             turns += 1
-            if not snap.title and text.strip():
-                snap.title = clamp_title(text)
-    snap.counters = replace(
-        snap.counters, turns=turns, tool_calls=snap.counters.tool_calls + audited
-    )
-    return snap
+            if not title and text.strip():
+                title = clamp_title(text)
+    counters = replace(base.counters, turns=turns, tool_calls=base.counters.tool_calls + audited)
+    return _changed(base, doc, title=title, counters=counters)
 
 
 def after_pop(base: Session, popped: Mapping[str, Any]) -> Session:
     """Return the snapshot after ``pop_item`` removed ``popped``."""
-    snap = base.copy()
-    doc = marker(snap)
-    doc["items"] = max(0, _count(doc.get("items")) - 1)
-    snap.extra[MARKER_KEY] = doc
+    doc = marker(base)
+    counters = base.counters
     if user_text(popped) is not None:
-        snap.counters = replace(snap.counters, turns=max(0, snap.counters.turns - 1))
-    return snap
+        counters = replace(counters, turns=max(0, counters.turns - 1))
+    return _changed(base, doc, title=base.title, counters=counters)
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _changed(base: Session, doc: dict[str, JSON], *, title: str, counters: Counters) -> Session:
+    # A shallow copy: the snapshot is never changed in place (the store encodes it on save),
+    # so the new one may share every unchanged field with ``base``.
+    return replace(base, title=title, counters=counters, extra={**base.extra, MARKER_KEY: doc})
+
+
+def listing_changed(base: Session, snap: Session) -> bool:
+    """True when ``snap`` differs from ``base`` in what sqlstore stores for listing."""
+    return (
+        snap.title != base.title or snap.counters != base.counters or marker(snap) != marker(base)
+    )
