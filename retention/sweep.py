@@ -25,8 +25,9 @@ taken lock (28 ms p99 appends during a 100,000-session prune instead of 0.8 ms);
 every deletion also paid a commit, and the WAL filled up so fast that the
 automatic checkpoint (run by whichever connection commits past 1,000 WAL pages,
 often the agent's) kept landing in the agents' appends. So a sweep of a
-:class:`~sqlstore.SQLiteStore` is paced (:class:`Pacing`; other stores delete one
-entry per call, as before):
+store with ``housekeeping`` (:class:`~sqlstore.ports.Housekeeping`; of the
+shipped backends, :class:`~sqlstore.SQLiteStore`) is paced (:class:`Pacing`;
+other stores delete one entry per call, as before):
 
 The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing`.
 
@@ -79,20 +80,16 @@ report the bytes on disk of the database file plus its WAL (0 for MemoryStore).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from retention.pacing import Pacing, deletion_store
 from retention.planner import Plan, PlanEntry
 from sqlstore.errors import StoreError
-from sqlstore.ports import Store
-
-if TYPE_CHECKING:
-    from sqlstore.sqlite import SQLiteStore
+from sqlstore.ports import Housekeeping, Store, housekeeping_of
 
 MAX_CONSECUTIVE_FAILURES = 20
 """Failed deletions in a row after which a sweep gives up."""
@@ -149,45 +146,37 @@ class Report:
 
 
 def store_file_size(store: object) -> int:
-    """Return the bytes on disk of a store's database file plus its WAL (0 without a file)."""
-    from sqlstore.sqlite import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        from sqlstore.sqlite.maintenance import file_sizes
-
-        main, wal = file_sizes(store.path)
-        return main + wal
-    return 0
+    """Return the bytes on disk of a store (database file plus WAL; 0 without housekeeping)."""
+    housekeeping = housekeeping_of(store)
+    return 0 if housekeeping is None else housekeeping.file_size()
 
 
 def shrink(store: object, pacing: Pacing | None = None) -> bool:
     """Checkpoint the WAL and return free pages to the file system; False without a file.
 
-    Uses ``auto_vacuum=INCREMENTAL`` (``PRAGMA incremental_vacuum``), which only
-    moves free pages, not the whole file as ``VACUUM`` would. With ``pacing``
-    (as :func:`sweep` does) it moves ``pacing.vacuum_step_pages`` pages per
-    write transaction and pauses after each step as after a deletion
-    transaction, so other writers get the lock in between.
+    Uses the store's :class:`~sqlstore.ports.Housekeeping` (for SQLite,
+    ``auto_vacuum=INCREMENTAL``: ``PRAGMA incremental_vacuum`` only moves free
+    pages, not the whole file as ``VACUUM`` would). With ``pacing`` (as
+    :func:`sweep` does) it moves ``pacing.vacuum_step_pages`` pages per write
+    transaction and pauses after each step as after a deletion transaction, so
+    other writers get the lock in between.
 
     Raises:
         StoreError: the maintenance could not run (for example ``StoreBusy``).
     """
-    from sqlstore.sqlite import SQLiteStore
+    housekeeping = housekeeping_of(store)
+    if housekeeping is None:
+        return False
+    if pacing is None:
+        housekeeping.shrink()
+    else:
+        paced = pacing
 
-    if isinstance(store, SQLiteStore):
-        from sqlstore.sqlite.maintenance import vacuum
+        def pause(step_s: float) -> None:
+            paced.sleep(paced.pause_after(step_s))
 
-        if pacing is None:
-            vacuum(store, incremental=True)
-        else:
-            paced = pacing
-
-            def pause(step_s: float) -> None:
-                paced.sleep(paced.pause_after(step_s))
-
-            vacuum(store, incremental=True, step_pages=paced.vacuum_step_pages, between_steps=pause)
-        return True
-    return False
+        housekeeping.shrink(step_pages=paced.vacuum_step_pages, between_steps=pause)
+    return True
 
 
 @dataclass(slots=True)
@@ -261,12 +250,10 @@ def _sweep_each(
             return
 
 
-def _checkpoint(store: SQLiteStore, tally: _Tally) -> None:
+def _checkpoint(housekeeping: Housekeeping, tally: _Tally) -> None:
     """Copy the WAL into the file without blocking anyone; a failure is reported once."""
-    from sqlstore.sqlite.maintenance import checkpoint
-
     try:
-        checkpoint(store)
+        housekeeping.checkpoint()
     except StoreError as exc:
         message = f"checkpoint during the sweep failed: {exc}"
         if message not in tally.errors and len(tally.errors) < MAX_REPORTED_ERRORS:
@@ -274,7 +261,8 @@ def _checkpoint(store: SQLiteStore, tally: _Tally) -> None:
 
 
 def _sweep_paced(
-    store: SQLiteStore,
+    store: Store,
+    housekeeping: Housekeeping,
     plan: Plan,
     tally: _Tally,
     stop: threading.Event | None,
@@ -282,40 +270,22 @@ def _sweep_paced(
     pacing: Pacing,
 ) -> None:
     """Sweep through :func:`deletion_store`, make its deletions durable, then close it."""
-    deleter = deletion_store(store, pacing)
+    deleter = deletion_store(housekeeping, pacing)
     try:
-        _sweep_batches(store, deleter or store, plan, tally, stop, heartbeat, pacing)
+        _sweep_batches(store, deleter or housekeeping, plan, tally, stop, heartbeat, pacing)
     finally:
         if deleter is not None:
             if tally.deleted:
-                _sync_wal(store.path, tally)
+                try:
+                    deleter.sync()  # every reported deletion is on disk
+                except StoreError as exc:
+                    tally.errors.append(str(exc))
             deleter.close()
 
 
-def _sync_wal(path: str, tally: _Tally) -> None:
-    """fsync the WAL the unsynced handle wrote, so every reported deletion is on disk.
-
-    fsync applies to the file, whichever descriptor it comes through; a WAL that
-    a checkpoint already reset needs nothing (checkpoints sync what they copy).
-    """
-    try:
-        fd = os.open(path + "-wal", os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        tally.errors.append(f"could not open the WAL to make the deletions durable: {exc}")
-        return
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        tally.errors.append(f"could not make the deletions durable (fsync of the WAL): {exc}")
-    finally:
-        os.close(fd)
-
-
 def _sweep_batches(
-    store: SQLiteStore,
-    deleter: SQLiteStore,
+    store: Store,
+    deleter: Housekeeping,
     plan: Plan,
     tally: _Tally,
     stop: threading.Event | None,
@@ -338,7 +308,7 @@ def _sweep_batches(
             try:
                 held = store.leases.held()
                 todo = [entry for entry in batch if entry.meta.id not in held]
-                outcomes = deleter.sessions.delete_many_if_unchanged(
+                outcomes = deleter.delete_many_if_unchanged(
                     [entry.meta for entry in todo],
                     budget_s=pacing.hold_budget_s,
                     timer=pacing.timer,
@@ -388,15 +358,14 @@ def sweep(
     Raises:
         StoreError: the file size could not be read before the sweep started.
     """
-    from sqlstore.sqlite import SQLiteStore
-
     started = time.perf_counter()
     bytes_before = store_file_size(store)
     tally = _Tally()
     paced: Pacing | None = None
-    if isinstance(store, SQLiteStore):
+    housekeeping = housekeeping_of(store)
+    if housekeeping is not None:
         paced = pacing or Pacing()
-        _sweep_paced(store, plan, tally, stop, heartbeat, paced)
+        _sweep_paced(store, housekeeping, plan, tally, stop, heartbeat, paced)
     else:
         _sweep_each(store, plan, tally, stop, heartbeat)
     errors = tally.errors
