@@ -152,14 +152,14 @@ def tail_reads(directory: Path, history: int, reads: int) -> dict[str, float]:
             for start in range(0, history, chunk):
                 side.run(session.add_items([item(i) for i in range(start, start + chunk)]))
 
-            async def go() -> None:
+            async def go(reader: Any) -> None:
                 for _ in range(reads):
-                    got = await session.get_items(20)
+                    got = await reader.get_items(20)
                     assert len(got) == 20
 
-            side.run(go())  # warm the page cache for both sides alike
+            side.run(go(session))  # warm the page cache for both sides alike
             started = time.perf_counter()
-            side.run(go())
+            side.run(go(session))
             out[name] = reads / (time.perf_counter() - started)
         finally:
             side.close()
