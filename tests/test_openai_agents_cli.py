@@ -173,3 +173,22 @@ def test_events_follow_through_console_script(tmp_path: Path) -> None:
                 child.kill()
             reader.join(timeout=TIMEOUT_S)
             session.close()
+
+
+def test_example_runs(tmp_path: Path) -> None:
+    """examples/openai_agents_session.py runs offline and leaves a session `sqlstore show` renders."""
+    import sys
+
+    db = tmp_path / "ex.db"
+    example = Path(__file__).resolve().parents[1] / "examples" / "openai_agents_session.py"
+    done = subprocess.run(
+        [sys.executable, str(example), str(db)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env=env_without_db(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "sunny and 21 °C in Lisbon" in done.stdout
+    out = run("--db", str(db), "show", "weather-chat").output
+    assert '-> get_weather({"city": "Lisbon"})' in out and "Thanks!" in out

@@ -249,3 +249,21 @@ def test_events_show_pops(tmp_path: Path) -> None:
         assert events[-1].data == {"popped": 2, "top": 1}
         assert store.sessions.meta("p").turns == 0
         assert json.loads(json.dumps(events[0].data)) == {"item": {"content": "a"}}
+
+
+def test_async_store_is_shared(tmp_path: Path) -> None:
+    """An ``sqlstore.aio`` store is accepted, shared with the session, and left open."""
+    import sqlstore.aio
+
+    async def scenario() -> Any:
+        async with sqlstore.aio.open(str(tmp_path / "a.db")) as astore:
+            session = SqlstoreSession("async", astore)
+            await session.add_items([{"role": "user", "content": "hello"}])
+            session.close()
+            meta = await astore.sessions.meta("async")  # the store is still open
+            again = SqlstoreSession("async", astore)
+            items = await again.get_items()
+            again.close()
+            return meta.title, items
+
+    assert run(scenario()) == ("hello", [{"role": "user", "content": "hello"}])
