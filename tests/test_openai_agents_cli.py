@@ -176,7 +176,7 @@ def test_events_follow_through_console_script(tmp_path: Path) -> None:
 
 
 def test_example_runs(tmp_path: Path) -> None:
-    """examples/openai_agents_session.py runs offline and leaves a session `sqlstore show` renders."""
+    """The example runs offline and leaves a session that `sqlstore show` renders."""
     import sys
 
     db = tmp_path / "ex.db"
