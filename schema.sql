@@ -128,3 +128,13 @@ CREATE TABLE retention_runs (
     dry_run       INTEGER NOT NULL DEFAULT 0,
     detail        TEXT NOT NULL DEFAULT ''
 );
+
+-- Scoped state (schema 3, #18: the ADK integration's app: and user: state): JSON values
+-- by key per scope, shared beyond sessions, so deleting or pruning a session keeps them.
+CREATE TABLE scoped_state (
+    scope          TEXT NOT NULL,
+    key            TEXT NOT NULL,
+    value          TEXT NOT NULL,
+    modified_at_ns INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+) WITHOUT ROWID;
