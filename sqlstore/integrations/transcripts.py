@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlstore.integrations import item_stack, openai_items
+from sqlstore.integrations import adk_events, item_stack, openai_items
 from sqlstore.model import Message
 from sqlstore.ports import Store
 from sqlstore.session import Session
@@ -40,4 +40,14 @@ def _openai_agents(store: Store, session: Session) -> list[Message]:
     return openai_items.messages(openai_items.item_of(e) for e in live)
 
 
+def _adk(store: Store, session: Session) -> list[Message]:
+    events = (
+        r.event.data
+        for r in store.events.read_after(session.id)
+        if r.event is not None and r.event.type == adk_events.EVENT_TYPE
+    )
+    return adk_events.messages(events)
+
+
 register(openai_items.MARKER_KEY, _openai_agents)
+register(adk_events.MARKER_KEY, _adk)
