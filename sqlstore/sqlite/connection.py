@@ -293,7 +293,11 @@ _UPGRADES: dict[int, str] = {
         "CREATE INDEX IF NOT EXISTS sessions_by_state_kind ON sessions (state, kind); "
         "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions "
         "(json_extract(relationship, '$.parent_session_id')) "
-        "WHERE kind IN ('subagent', 'parallel_branch', 'team_member');"
+        "WHERE kind IN ('subagent', 'parallel_branch', 'team_member'); "
+        # scoped state (#18, the ADK integration's app: and user: state)
+        "CREATE TABLE scoped_state ("
+        " scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+        " modified_at_ns INTEGER NOT NULL, PRIMARY KEY (scope, key)) WITHOUT ROWID;"
     ),
 }
 """Version ladder: ``_UPGRADES[n]`` is the SQL that takes schema n to n + 1."""
