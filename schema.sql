@@ -129,6 +129,23 @@ CREATE TABLE retention_runs (
     detail        TEXT NOT NULL DEFAULT ''
 );
 
+-- Viewer (issue 19, schema version 3): `sqlstore ui` counts sessions by state and kind
+-- and filters by state through this index instead of scanning every inventory row, and
+-- finds the children of a session by their parent id. Event appends and audit records
+-- only move modified_at_ns and version, so neither index is rewritten by them.
+CREATE INDEX sessions_by_state_kind ON sessions (state, kind);
+CREATE INDEX sessions_by_parent ON sessions (json_extract(relationship, '$.parent_session_id'))
+    WHERE kind IN ('subagent', 'parallel_branch', 'team_member');
+-- Scoped state (schema 3, #18: the ADK integration's app: and user: state): JSON values
+-- by key per scope, shared beyond sessions, so deleting or pruning a session keeps them.
+CREATE TABLE scoped_state (
+    scope          TEXT NOT NULL,
+    key            TEXT NOT NULL,
+    value          TEXT NOT NULL,
+    modified_at_ns INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+) WITHOUT ROWID;
+
 -- Orphan writes (issue 20 item 7, schema version 3): the ids that hold an event log or
 -- audit rows but no snapshot (an append after `rm` or a prune, a recorder event before
 -- the first save), with the time of their last write. Kept by the write paths (an append

@@ -33,6 +33,7 @@ SCRIPTS = [
     "peers",
     "redis_store",
     "aio_append",
+    "ui_pages",
 ]
 TIMEOUT_S = 120
 
