@@ -25,8 +25,6 @@ their ratio, and the ``StoreBusy`` errors the appender saw (goal: none).
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
-import shutil
 import time
 from datetime import timedelta
 from multiprocessing.queues import Queue
@@ -36,7 +34,7 @@ from typing import Any
 
 import apsw
 from harness import Result, Row, emit, make_parser, median, ms, not_measured, sizes, work_dir
-from prune import appender, fill
+from prune import appender, fill, fresh_copy
 
 from sqlstore import SQLiteStore
 
@@ -77,11 +75,7 @@ def one_variant(
     template: Path, directory: Path, pace_s: float, calm_s: float, unbounded: bool
 ) -> dict[str, Any]:
     """Copy the template, run appender + reader + maintenance, return the appender's figures."""
-    path = directory / "stall.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    shutil.copyfile(template, path)
-    os.chmod(path, 0o600)
+    path = fresh_copy(template, directory / "stall.db")
     ctx = mp.get_context("spawn")
     ready: Queue[str] = ctx.Queue()
     out: Queue[Any] = ctx.Queue()

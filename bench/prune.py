@@ -137,13 +137,18 @@ def pruner(path: str, out: Queue[Any]) -> None:
     )
 
 
-def one_rep(template: Path, directory: Path, pace_s: float, calm_s: float) -> dict[str, Any]:
-    """Copy the template, run the appender and the prune, return the figures."""
-    path = directory / "prune.db"
+def fresh_copy(template: Path, path: Path) -> Path:
+    """Replace ``path`` (and its -wal/-shm) with a private copy of ``template``; return it."""
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(template, path)
     os.chmod(path, 0o600)
+    return path
+
+
+def one_rep(template: Path, directory: Path, pace_s: float, calm_s: float) -> dict[str, Any]:
+    """Copy the template, run the appender and the prune, return the figures."""
+    path = fresh_copy(template, directory / "prune.db")
     ctx = mp.get_context("spawn")
     ready: Queue[str] = ctx.Queue()
     out: Queue[Any] = ctx.Queue()

@@ -187,11 +187,15 @@ class MemorySessions:
             stored = self._s.sessions.get(expected.id)
             if stored is None or not rows_match(stored.meta, expected):
                 return False
-            lease = self._s.leases.get(expected.id)
-            if lease is not None and lease[2] > clock.now_ns():
-                return False
-            self._drop(expected.id)
-            return True
+            return self._drop_unless_leased(expected.id)
+
+    def _drop_unless_leased(self, session_id: str) -> bool:
+        """Drop the id (under the lock) unless a live lease protects it; report it."""
+        lease = self._s.leases.get(session_id)
+        if lease is not None and lease[2] > clock.now_ns():
+            return False
+        self._drop(session_id)
+        return True
 
     def orphans(self) -> builtins.list[Orphan]:
         """Return the ids holding an event log or audit rows but no snapshot, newest first."""
@@ -217,8 +221,4 @@ class MemorySessions:
             mtime = self._s.orphans.get(expected.id)
             if mtime is None or clock.from_ns(mtime) != expected.modified_at:
                 return False
-            lease = self._s.leases.get(expected.id)
-            if lease is not None and lease[2] > clock.now_ns():
-                return False
-            self._drop(expected.id)
-            return True
+            return self._drop_unless_leased(expected.id)

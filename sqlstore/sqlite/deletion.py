@@ -86,16 +86,7 @@ def start(conn: apsw.Connection, session_id: str, now_ns: int) -> bool:
         rows.delete_session_rows(conn, session_id)
         return False
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM orphans WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM snapshots WHERE id = ?", (session_id,))
-    gone = conn.execute(
-        "DELETE FROM sessions WHERE id = ? RETURNING version", (session_id,)
-    ).fetchone()
-    if gone is not None:
-        conn.execute(
-            "UPDATE store_meta SET value = max(value, ?) WHERE key = 'write_seq'", (gone[0],)
-        )
-        rows.bump_inventory_generation(conn)
+    rows.unpublish(conn, session_id)
     conn.execute(
         "INSERT INTO deletions (session_id, started_at_ns) VALUES (?, ?)", (session_id, now_ns)
     )

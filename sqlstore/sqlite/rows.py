@@ -142,6 +142,15 @@ def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
     conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
+    return unpublish(conn, session_id)
+
+
+def unpublish(conn: apsw.Connection, session_id: str) -> bool:
+    """Delete snapshot, inventory row and orphan row; return whether a snapshot existed.
+
+    After this no reader sees the id (its log and audit rows are the caller's);
+    ``write_seq`` keeps the deleted version and pager cursors are invalidated.
+    """
     conn.execute("DELETE FROM snapshots WHERE id = ?", (session_id,))
     conn.execute("DELETE FROM orphans WHERE session_id = ?", (session_id,))
     gone = conn.execute(
