@@ -36,18 +36,16 @@ def orphan_max_age(policy: Policy) -> timedelta | None:
 
 def plan_orphans(
     orphans: Iterable[Orphan],
-    policy: Policy,
-    now: datetime,
+    cutoff: datetime | None,
     protected: Collection[str] = (),
     leased: Collection[str] = (),
 ) -> list[Orphan]:
-    """Return the orphans ``policy`` prunes at ``now``, oldest last write first (pure)."""
-    from .planner import age_cutoff
+    """Return the orphans last written before ``cutoff``, oldest first (pure; None: none).
 
-    max_age = orphan_max_age(policy)
-    if max_age is None:
+    ``cutoff`` is ``now`` minus :func:`orphan_max_age` (the planner computes it).
+    """
+    if cutoff is None:
         return []
-    cutoff = age_cutoff(now, max_age)
     chosen = [
         o
         for o in orphans

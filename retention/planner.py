@@ -51,7 +51,7 @@ from sqlstore.inventory import Orphan, SessionMeta
 from sqlstore.model import Kind, State, validate_kind
 from sqlstore.ports import Store
 
-from .orphans import plan_orphans
+from .orphans import orphan_max_age, plan_orphans
 from .policy import Policy, Rule
 
 Reason = Literal["age", "cap"]
@@ -193,6 +193,12 @@ def age_cutoff(now: datetime, max_age: timedelta) -> datetime:
         return datetime.min.replace(tzinfo=UTC)
 
 
+def _orphan_cutoff(policy: Policy, now: datetime) -> datetime | None:
+    """Return the last-write time before which the policy prunes orphans, or None."""
+    max_age = orphan_max_age(policy)
+    return None if max_age is None else age_cutoff(now, max_age)
+
+
 def plan_rows(
     rows: Iterable[SessionMeta],
     policy: Policy,
@@ -266,7 +272,7 @@ def plan_rows(
         now=now,
         scanned=scanned,
         protected=dict(skipped),
-        orphans=plan_orphans(orphans, policy, now, protected_ids, leased_ids),
+        orphans=plan_orphans(orphans, _orphan_cutoff(policy, now), protected_ids, leased_ids),
     )
 
 

@@ -300,14 +300,14 @@ _UPGRADES: dict[int, str] = {
         " modified_at_ns INTEGER NOT NULL, PRIMARY KEY (scope, key)) WITHOUT ROWID; "
         # Orphan writes (issue 20 item 7): the table, filled with the ids that already
         # hold a log or audit rows without a snapshot, at their last write.
-        "CREATE TABLE orphans (session_id TEXT PRIMARY KEY NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS orphans (session_id TEXT PRIMARY KEY NOT NULL, "
         "modified_at_ns INTEGER NOT NULL); "
-        "INSERT INTO orphans (session_id, modified_at_ns) "
+        "INSERT OR IGNORE INTO orphans (session_id, modified_at_ns) "
         "SELECT id, max(at) FROM (SELECT session_id AS id, modified_at_ns AS at FROM event_logs "
         "UNION ALL SELECT session_id, at_ns FROM tool_calls) "
         "WHERE id NOT IN (SELECT id FROM sessions) GROUP BY id; "
         # Deletions in bounded steps (issue 20 item 16).
-        "CREATE TABLE deletions (session_id TEXT PRIMARY KEY NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS deletions (session_id TEXT PRIMARY KEY NOT NULL, "
         "started_at_ns INTEGER NOT NULL);"
     ),
 }

@@ -13,7 +13,8 @@ than ``DELETE_STEP_ROWS`` event and audit rows is therefore deleted in steps:
    leave it out, its log reads empty (a log is read through its head), and audit
    reads skip the ids in ``deletions``. Nobody can delete it again either: there is
    no row left to delete (``delete`` is a no-op, ``delete_if_unchanged`` False).
-2. **Steps** (one transaction each, ``DELETE_STEP_ROWS`` rows at most, a
+2. **Steps** (:func:`~sqlstore.sqlite.rows.delete_step`, one transaction each,
+   ``rows.DELETE_STEP_ROWS`` rows at most, a
    ``DELETE_STEP_PAUSE_S`` pause between them so other processes' writers take
    the lock): the event rows, then the audit rows, oldest first.
 3. **Finish** (the last step): whatever else is left under the id goes through
@@ -27,15 +28,15 @@ steps delete is already unreachable.
 
 **Crashes.** A ``kill -9`` (or power loss) between steps leaves the ``deletions``
 row and some unreachable rows; opening the store for writing finishes every
-pending deletion (:func:`finish_pending`, in steps), and so does the next delete
-of any session. Nothing half-deleted is ever visible in between.
+pending deletion (in steps), and so does a later ``delete`` of that id.
+Nothing half-deleted is ever visible in between.
 
 **Writes under the id meanwhile.** A save, a new log or an audit record under an
 id whose deletion is pending first finishes that deletion inside its own
-transaction (:func:`finish_in`), so old rows never mix with new ones: the new
-session starts from nothing, with a new log generation. That one write may hold
-the lock for the rest of the deletion; it only happens when a session is written
-while it is being deleted.
+transaction (:func:`~sqlstore.sqlite.rows.finish_pending_deletion`), so old
+rows never mix with new ones: the new session starts from nothing, with a new
+log generation. That one write may hold the lock for the rest of the deletion;
+it only happens when a session is written while it is being deleted.
 """
 
 from __future__ import annotations
@@ -48,9 +49,6 @@ import apsw
 
 from sqlstore.sqlite import rows
 
-DELETE_STEP_ROWS = 2_000
-"""Most event or audit rows deleted per transaction (about 1-2 ms of lock hold)."""
-
 DELETE_STEP_PAUSE_S = 0.002
 """Pause between two steps of one deletion, so other writers get the lock."""
 
@@ -61,23 +59,23 @@ def _count_upto(conn: apsw.Connection, sql: str, session_id: str, limit: int) ->
 
 
 def is_large(conn: apsw.Connection, session_id: str) -> bool:
-    """True when the id holds more than ``DELETE_STEP_ROWS`` event and audit rows."""
+    """True when the id holds more than ``rows.DELETE_STEP_ROWS`` event and audit rows."""
     head = conn.execute(
         "SELECT length FROM event_logs WHERE session_id = ?", (session_id,)
     ).fetchone()
     events = int(head[0]) if head else 0
-    if events > DELETE_STEP_ROWS:
+    if events > rows.DELETE_STEP_ROWS:
         return True
     audit = _count_upto(
-        conn, "SELECT 1 FROM tool_calls WHERE session_id = ?", session_id, DELETE_STEP_ROWS + 1
+        conn, "SELECT 1 FROM tool_calls WHERE session_id = ?", session_id, rows.DELETE_STEP_ROWS + 1
     )
-    return events + audit > DELETE_STEP_ROWS
+    return events + audit > rows.DELETE_STEP_ROWS
 
 
 def start(conn: apsw.Connection, session_id: str, now_ns: int) -> bool:
     """Delete the session inside the caller's write transaction, or unpublish a large one.
 
-    Returns True when steps remain (run them with :func:`step` after the commit),
+    Returns True when steps remain (run them with :func:`run_steps` after the commit),
     False when everything is gone already.
     """
     if conn.execute("SELECT 1 FROM deletions WHERE session_id = ?", (session_id,)).fetchone():
@@ -93,32 +91,6 @@ def start(conn: apsw.Connection, session_id: str, now_ns: int) -> bool:
     return True
 
 
-def step(conn: apsw.Connection, session_id: str) -> bool:
-    """Delete up to ``DELETE_STEP_ROWS`` rows of a pending deletion; True when it is done."""
-    for table, key in (("events", "pos"), ("tool_calls", "seq")):
-        found = conn.execute(
-            f"SELECT max({key}), count(*) FROM (SELECT {key} FROM {table} "
-            f"WHERE session_id = ? ORDER BY {key} LIMIT ?)",
-            (session_id, DELETE_STEP_ROWS),
-        ).fetchone()
-        if found is not None and found[1]:
-            conn.execute(
-                f"DELETE FROM {table} WHERE session_id = ? AND {key} <= ?",
-                (session_id, found[0]),
-            )
-            return False
-    rows.delete_session_rows(conn, session_id)
-    conn.execute("DELETE FROM deletions WHERE session_id = ?", (session_id,))
-    return True
-
-
-def finish_in(conn: apsw.Connection, session_id: str) -> None:
-    """Finish a pending deletion of ``session_id`` inside the caller's write transaction."""
-    if conn.execute("SELECT 1 FROM deletions WHERE session_id = ?", (session_id,)).fetchone():
-        while not step(conn, session_id):
-            pass
-
-
 def run_steps(
     write: Callable[[Callable[[apsw.Connection], bool]], bool], session_ids: Sequence[str]
 ) -> None:
@@ -130,7 +102,7 @@ def run_steps(
 
 
 def _step_of(session_id: str, conn: apsw.Connection) -> bool:
-    return step(conn, session_id)
+    return rows.delete_step(conn, session_id)
 
 
 def pending(conn: apsw.Connection) -> list[str]:

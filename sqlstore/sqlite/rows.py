@@ -57,6 +57,11 @@ def inventory_generation(conn: apsw.Connection) -> int:
     return int(row[0])
 
 
+DELETE_STEP_ROWS = 2_000
+"""Most event or audit rows one step of a bounded deletion removes (about 1-2 ms of lock
+hold; see :mod:`sqlstore.sqlite.deletion`)."""
+
+
 def finish_pending_deletion(conn: apsw.Connection, session_id: str) -> None:
     """Finish a deletion of ``session_id`` still in progress before writing under the id.
 
@@ -64,9 +69,8 @@ def finish_pending_deletion(conn: apsw.Connection, session_id: str) -> None:
     steps must be gone before a new snapshot, log or audit row appears under its id.
     """
     if conn.execute("SELECT 1 FROM deletions WHERE session_id = ?", (session_id,)).fetchone():
-        from sqlstore.sqlite import deletion  # imports this module
-
-        deletion.finish_in(conn, session_id)
+        while not delete_step(conn, session_id):
+            pass
 
 
 def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_at_ns: int) -> int:
@@ -160,6 +164,25 @@ def unpublish(conn: apsw.Connection, session_id: str) -> bool:
         return False
     conn.execute("UPDATE store_meta SET value = max(value, ?) WHERE key = 'write_seq'", (gone[0],))
     bump_inventory_generation(conn)
+    return True
+
+
+def delete_step(conn: apsw.Connection, session_id: str) -> bool:
+    """Delete up to ``DELETE_STEP_ROWS`` rows of a pending deletion; True when it is done."""
+    for table, key in (("events", "pos"), ("tool_calls", "seq")):
+        found = conn.execute(
+            f"SELECT max({key}), count(*) FROM (SELECT {key} FROM {table} "
+            f"WHERE session_id = ? ORDER BY {key} LIMIT ?)",
+            (session_id, DELETE_STEP_ROWS),
+        ).fetchone()
+        if found is not None and found[1]:
+            conn.execute(
+                f"DELETE FROM {table} WHERE session_id = ? AND {key} <= ?",
+                (session_id, found[0]),
+            )
+            return False
+    delete_session_rows(conn, session_id)
+    conn.execute("DELETE FROM deletions WHERE session_id = ?", (session_id,))
     return True
 
 

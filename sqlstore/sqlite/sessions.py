@@ -267,7 +267,7 @@ class SQLiteSessions:
         """Remove snapshot, events and audit rows; idempotent.
 
         One transaction removes the session for every reader; a session with more
-        than ``deletion.DELETE_STEP_ROWS`` event and audit rows then has its
+        than ``rows.DELETE_STEP_ROWS`` event and audit rows then has its
         unreachable rows deleted in further bounded transactions before this
         returns (:mod:`sqlstore.sqlite.deletion`).
         """

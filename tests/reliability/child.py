@@ -391,9 +391,9 @@ def steady(db: str, busy_ms: str) -> None:
 
 def deleter(db: str, session_id: str, step_rows: str, pause_s: str) -> None:
     """Delete ``session_id`` in bounded steps of ``step_rows`` rows, ``pause_s`` apart."""
-    from sqlstore.sqlite import deletion
+    from sqlstore.sqlite import deletion, rows
 
-    deletion.DELETE_STEP_ROWS = int(step_rows)
+    rows.DELETE_STEP_ROWS = int(step_rows)
     deletion.DELETE_STEP_PAUSE_S = float(pause_s)
     with SQLiteStore(db) as store:
         emit("START")

@@ -131,7 +131,7 @@ def test_writes_under_the_id_of_a_pending_deletion_start_from_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An append, an audit record and a save under an id being deleted see none of its rows."""
-    monkeypatch.setattr(deletion, "DELETE_STEP_ROWS", 10)
+    monkeypatch.setattr(rows, "DELETE_STEP_ROWS", 10)
     db = tmp_path / "w.db"
     _fill(db, "x", 50, 5)
     with SQLiteStore(db) as store:
@@ -152,10 +152,10 @@ def test_every_step_is_bounded_on_every_delete_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """delete, delete_if_unchanged and an orphan delete never remove more than a step's rows."""
-    monkeypatch.setattr(deletion, "DELETE_STEP_ROWS", 100)
+    monkeypatch.setattr(rows, "DELETE_STEP_ROWS", 100)
     monkeypatch.setattr(deletion, "DELETE_STEP_PAUSE_S", 0.0)
     counts: list[int] = []
-    original = deletion.step
+    original = rows.delete_step
 
     def counting(conn: apsw.Connection, session_id: str) -> bool:
         finished = original(conn, session_id)
@@ -163,7 +163,7 @@ def test_every_step_is_bounded_on_every_delete_path(
             counts.append(conn.changes())
         return finished
 
-    monkeypatch.setattr(deletion, "step", counting)
+    monkeypatch.setattr(rows, "delete_step", counting)
     db = tmp_path / "b.db"
     for sid in ("a", "b", "c"):
         _fill(db, sid, 1_000, 250)
