@@ -10,6 +10,8 @@ from pathlib import Path
 
 import apsw
 
+from sqlstore import Message, Part, Session, SQLiteStore
+
 REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "child.py"
 
@@ -80,3 +82,24 @@ def chattr(flag: str, target: Path) -> bool:
     except FileNotFoundError:
         return False
     return done.returncode == 0
+
+
+def save_hostile_blobs(db: Path, names: list[str], session_id: str = "evil") -> bytes:
+    """Save one session whose message claims blob file names ``names``; return the bytes."""
+    data = b"PWNED-" + session_id.encode()
+    with SQLiteStore(db) as store:
+        session = Session.new(session_id)
+        session.messages.append(
+            Message(
+                role="user",
+                text="see",
+                parts=[Part(kind="image", mime_type="image/png", data=data) for _ in names],
+                extra={
+                    "runlog_type": "attachment",
+                    "runlog_images": [{} for _ in names],
+                    "runlog_blobs": list(names),
+                },
+            )
+        )
+        store.sessions.save(session)
+    return data
