@@ -16,17 +16,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlstore import SQLiteStore
-from sqlstore.migrate import export_sessions
+from sqlstore.migrate import export_sessions, run_migration
 
-from .helpers import save_hostile_blobs
+from .helpers import REPO, save_hostile_blobs
 
 NAMES = settings(
     max_examples=60,
@@ -56,3 +59,83 @@ def test_any_stored_blob_name_exports_inside_out(names: list[str]) -> None:
             assert len(stem) == 64 and ext.isalnum() and ext.isascii(), blob.name
     finally:
         shutil.rmtree(base)
+
+
+SECRET = b"HOST-SECRET-5521"
+LINK_LEVELS = [
+    "runlog:item",
+    "runlog:blob-folder",
+    "runlog:blob",
+    "mecatl:sid-v2",
+    "mecatl:sid-v1",
+    "mecatl:snapshot",
+    "mecatl:events",
+    "mecatl:tools",
+    "mecatl:v1-file",
+    "mecatl:root-entry",
+]
+
+
+def _link_source(base: Path, level: str) -> tuple[Path, str]:
+    """Build a source with a symlink to a host secret at ``level``; return it and the link."""
+    secret_dir = base / "host"
+    secret_dir.mkdir()
+    digest = hashlib.sha256(SECRET).hexdigest()
+    (secret_dir / f"{digest}.png").write_bytes(SECRET)
+    source = base / "src"
+    fmt, where = level.split(":")
+    if fmt == "runlog":
+        source.mkdir()
+        good = (REPO / "examples" / "runlogs" / "20261128-090000.jsonl").read_text()
+        (source / "good.jsonl").write_text(good.replace("20261128-090000", "good"))
+        secret_log = secret_dir / "stolen.jsonl"
+        secret_log.write_text(good.replace("20261128-090000", SECRET.decode()))
+        if where == "item":
+            return source, _link(source / "stolen.jsonl", secret_log)
+        if where == "blob-folder":
+            return source, _link(source / "good.blobs", secret_dir)
+        (source / "good.blobs").mkdir()
+        return source, _link(source / "good.blobs" / f"{digest}.png", secret_dir / f"{digest}.png")
+    shutil.copytree(REPO / "examples" / "mecatl-store", source, symlinks=True)
+    v2 = source / "sid-v2"
+    family = next(v2.glob("*review-*.session.json")).name[: -len(".session.json")]
+    stolen = secret_dir / "stolen.session.json"
+    envelope = json.loads((v2 / f"{family}.session.json").read_text())
+    envelope["snapshot"]["id"] = SECRET.decode()
+    stolen.write_text(json.dumps(envelope))
+    lines = secret_dir / "stolen.jsonl"
+    lines.write_text(json.dumps({"v": "eventlog-gen/1", "g": SECRET.decode()}) + "\n")
+    if where in ("sid-v2", "sid-v1"):
+        moved = secret_dir / where
+        shutil.move(source / where, moved)
+        return source, _link(source / where, moved)
+    if where == "snapshot":
+        return source, _link(v2 / "sid-v2-x-00000000000000000000000000000000.session.json", stolen)
+    if where in ("events", "tools"):
+        target = v2 / f"{family}.{where}.jsonl"
+        target.unlink(missing_ok=True)
+        return source, _link(target, lines)
+    if where == "v1-file":
+        return source, _link(source / "sid-v1" / "sid-v1-x.session.jsonl", stolen)
+    return source, _link(source / "extra", secret_dir)
+
+
+def _link(path: Path, target: Path) -> str:
+    path.symlink_to(target)
+    return path.name
+
+
+@pytest.mark.parametrize("level", LINK_LEVELS)
+def test_links_at_every_level_of_a_source_are_skipped(tmp_path: Path, level: str) -> None:
+    """A symlink anywhere in a source is reported skipped, with a reason; its target is unread."""
+    source, link = _link_source(tmp_path, level)
+    db = tmp_path / "s.db"
+    with SQLiteStore(db) as store:
+        report = run_migration(store, source)
+        ids = [s.id for s in store.sessions.list()]
+    assert report.imported >= 1 and SECRET.decode() not in ids
+    linked = [i for i in report.items if i.item.rstrip("/").endswith(link)]
+    assert linked and all("symbolic link" in i.detail for i in linked), report.items
+    assert report.failed == 0, report.items
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("s.db*") if p.is_file())
+    assert SECRET not in stored
