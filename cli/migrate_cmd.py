@@ -153,18 +153,12 @@ def migrate(
             "SOURCE and --from are exclusive: import a directory or copy a store"
         )
     if source is None:
-        _copy_between_stores(ctx, cli, from_origin, to_target, batch, overwrite)
+        _copy_between_stores(ctx, cli, from_origin, to_target, batch, overwrite, dry_run, verify)
         return
     progress = _Progress(sys.stdout.isatty() and not cli.json)
     try:
         with ExitStack() as stack:
-            store: Any
-            if to_target is not None:
-                store = stack.enter_context(sqlstore.open(to_target))
-            elif dry_run and not cli.db.exists():
-                store = MemoryStore()  # inspect only: never create the file
-            else:
-                store = stack.enter_context(cli.open_store(create=not dry_run))
+            store = stack.enter_context(_destination(cli, to_target, dry_run))
             report = run_migration(
                 store,
                 source,
@@ -187,6 +181,38 @@ def migrate(
     ctx.exit(0 if report.ok else 1)
 
 
+def _destination(cli: CliContext, target: str | None, dry_run: bool) -> Any:
+    """Open the store a migration writes into (``--to``, else ``--db``).
+
+    With ``dry_run`` nothing is created or written: a SQLite file that does not
+    exist yet is stood in for by an empty ``MemoryStore``, an existing one is
+    opened read-only (a Redis server is only read).
+    """
+    if target is None:
+        if dry_run and not cli.db.exists():
+            return MemoryStore()  # inspect only: never create the file
+        return cli.open_store(create=not dry_run, readonly=dry_run)
+    if dry_run:
+        path = _sqlite_path(target)
+        if path is not None:
+            if not Path(path).exists():
+                return MemoryStore()
+            return sqlstore.SQLiteStore(path, readonly=True)
+    try:
+        return sqlstore.open(target)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--to'") from None
+
+
+def _sqlite_path(target: str) -> str | None:
+    """The file a ``--to``/``--from`` value names, or None for memory/Redis URLs."""
+    if target in ("memory:", "memory://") or target.startswith(("redis://", "rediss://")):
+        return None
+    if target.startswith("sqlite:///"):
+        return target[len("sqlite:///") :]
+    return None if "://" in target else target
+
+
 def _copy_between_stores(
     ctx: click.Context,
     cli: CliContext,
@@ -194,6 +220,8 @@ def _copy_between_stores(
     target: str | None,
     batch: int,
     overwrite: bool,
+    dry_run: bool,
+    verify: bool,
 ) -> None:
     """Copy every session of one store into another (``migrate --to/--from``)."""
     from sqlstore.migrate.copy import copy_store
@@ -202,18 +230,22 @@ def _copy_between_stores(
         if origin is None:
             src: Any = stack.enter_context(cli.open_store(readonly=True))
         else:
-            src = stack.enter_context(sqlstore.open(origin))
-        if target is None:
-            dst: Any = stack.enter_context(cli.open_store(create=True))
-        else:
-            dst = stack.enter_context(sqlstore.open(target))
+            try:
+                src = stack.enter_context(sqlstore.open(origin))
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="'--from'") from None
+        dst: Any = stack.enter_context(_destination(cli, target, dry_run))
         try:
-            report = copy_store(src, dst, batch=batch, overwrite=overwrite)
+            report = copy_store(
+                src, dst, batch=batch, overwrite=overwrite, dry_run=dry_run, verify=verify
+            )
         except KeyboardInterrupt:
             click.echo("Interrupted: run the same command again to continue.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
     doc = {
         "job_id": report.job_id,
+        "dry_run": report.dry_run,
+        "verified": report.verified,
         "copied": report.copied,
         "skipped": dict(report.skipped),
         "failed": [{"id": sid, "error": why} for sid, why in report.failed],
@@ -224,8 +256,11 @@ def _copy_between_stores(
 
     def lines() -> Iterator[str]:
         skipped = ", ".join(f"{k} {n}" for k, n in sorted(report.skipped.items())) or "0"
-        yield f"copied {report.copied}, skipped {skipped}, failed {len(report.failed)}"
+        copied = f"{report.copied} (dry run: nothing written)" if report.dry_run else report.copied
+        yield f"copied {copied}, skipped {skipped}, failed {len(report.failed)}"
         yield f"events {report.events}, audit rows {report.audit_rows}, {report.seconds:.1f} s"
+        if verify and not report.dry_run:
+            yield f"verified {report.verified}"
         for sid, why in report.failed:
             yield f"failed: {sid}: {why}"
 
