@@ -17,7 +17,12 @@ from sqlstore.cursor import new_generation
 from sqlstore.memory.state import Log
 from sqlstore.memory.store import MemoryStore
 from sqlstore.migrate.items import SessionImport
-from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
+from sqlstore.migrate.report import (
+    OUTCOME_IMPORTED,
+    SKIP_ALREADY_IMPORTED,
+    SKIP_CHANGED,
+    SKIP_EXISTS,
+)
 from sqlstore.migrate.target import BatchEntry, ItemRow
 
 _JOBS: weakref.WeakKeyDictionary[MemoryStore, dict[str, dict[str, ItemRow]]] = (
@@ -61,6 +66,14 @@ class MemoryImports:
                 row = entry.row
                 if entry.payload is not None:
                     sid = entry.payload.session.id
+                    prev = rows.get(row.item)
+                    if prev is not None and prev.outcome == OUTCOME_IMPORTED:
+                        if prev.session_id == sid and prev.fingerprint == row.fingerprint:
+                            outcomes.append(SKIP_ALREADY_IMPORTED)  # another run did it
+                            continue
+                        if prev.session_id == sid and not overwrite:
+                            outcomes.append(SKIP_CHANGED)
+                            continue
                     if not overwrite and self.exists(sid):
                         row = replace(row, outcome=SKIP_EXISTS, detail="session id already exists")
                     else:

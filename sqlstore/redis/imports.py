@@ -17,10 +17,18 @@ from sqlstore import clock
 from sqlstore.cursor import new_generation
 from sqlstore.jsonl import canonical_json
 from sqlstore.migrate.items import Fingerprint, SessionImport
-from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
+from sqlstore.migrate.report import (
+    OUTCOME_IMPORTED,
+    SKIP_ALREADY_IMPORTED,
+    SKIP_CHANGED,
+    SKIP_EXISTS,
+)
 from sqlstore.migrate.target import BatchEntry, ItemRow
 from sqlstore.redis import keys
 from sqlstore.redis.store import RedisStore
+
+_SCRIPT_OUTCOMES = {1: OUTCOME_IMPORTED, 0: SKIP_EXISTS, 2: SKIP_ALREADY_IMPORTED, 3: SKIP_CHANGED}
+"""What the IMPORT script's return value means (see ``scripts.IMPORT``)."""
 
 
 def _row_json(row: ItemRow, now_ns: int) -> str:
@@ -107,7 +115,7 @@ class RedisImports:
                 _row_json(exists, now_ns),
                 overwrite,
             )
-            outcomes.append(OUTCOME_IMPORTED if done else SKIP_EXISTS)
+            outcomes.append(_SCRIPT_OUTCOMES[done])
         return outcomes
 
     def _write(
@@ -118,7 +126,7 @@ class RedisImports:
         row_imported: str,
         row_exists: str,
         overwrite: bool,
-    ) -> bool:
+    ) -> int:
         session = payload.session
         sid = session.id
         encoded = payload.encode()
@@ -169,7 +177,7 @@ class RedisImports:
                     *audit,
                 ],
             )
-        return bool(int(done))
+        return int(done)
 
     def finish_job(self, job_id: str, state: str, now_ns: int) -> None:
         """Record the job's final state."""
