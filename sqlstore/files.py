@@ -12,7 +12,8 @@ DIR_MODE = 0o700
 def make_private_dirs(parent: str) -> list[str]:
     """Create ``parent`` and each missing ancestor with mode 0700, whatever the umask.
 
-    Returns the directories this call created, outermost first.
+    Returns the directories this call created, outermost first. A relative
+    ``parent`` (``out``, ``./out``, ``a/b``) is created under the working directory.
 
     ``os.makedirs(mode=...)`` applies the mode to the last directory only; the
     intermediate ones would get 0777 minus the umask (world-writable under umask 0).
@@ -22,10 +23,14 @@ def make_private_dirs(parent: str) -> list[str]:
         UnsafePath: a component of the path exists and is not a directory.
     """
     missing: list[str] = []
-    current = parent
+    current = parent or os.curdir
     while not os.path.isdir(current):
         missing.append(current)
-        current = os.path.dirname(current)
+        # A relative path runs out of components ("out" -> ""): it hangs off the cwd.
+        up = os.path.dirname(current.rstrip(os.sep) or os.sep) or os.curdir
+        if up == current:
+            break  # "." or "/" itself is missing or not a directory: mkdir reports it
+        current = up
     created: list[str] = []
     for directory in reversed(missing):
         try:

@@ -9,16 +9,14 @@ failed and the rest are exported. A relative ``--out`` works.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import apsw
 import pytest
 from reliability.helpers import save_hostile_blobs
 
-from sqlstore import SQLiteStore
+from sqlstore import Session, SQLiteStore
 from sqlstore.errors import MigrationError
 from sqlstore.migrate import export_sessions, run_migration
 
@@ -134,13 +132,19 @@ def test_exported_blobs_round_trip_under_their_digest_names(tmp_path: Path) -> N
         assert back.sessions.load("evil").messages[0].text == "see"
 
 
-def _corrupt_state(db: Path, session_id: str) -> None:
-    """Rewrite one stored snapshot so its state is ``bogus`` (as a foreign writer could)."""
-    conn = apsw.Connection(os.fspath(db))
-    try:
-        (body,) = conn.execute("SELECT body FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        bad = bytes(body).replace(b'"state":"running"', b'"state":"bogus"')
-        assert bad != bytes(body)
-        conn.execute("UPDATE sessions SET body = ? WHERE id = ?", (bad, session_id))
-    finally:
-        conn.close()
+@pytest.mark.parametrize("out", ["exported", "./exported", "a/b/exported", "exported/"])
+def test_relative_out_directories_work(tmp_path: Path, out: str) -> None:
+    """Through the script: a relative ``--out`` (the documented ``./exported``) exports, no hang."""
+    db = tmp_path / "s.db"
+    with SQLiteStore(db) as store:
+        store.sessions.save(Session.new("one"))
+    done = subprocess.run(
+        [SQLSTORE, "--db", db, "export", "--format", "runlog", "--out", out, "--all"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / out / "one.jsonl").is_file()
+    assert (tmp_path / out).stat().st_mode & 0o777 == 0o700

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -26,11 +28,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlstore import SQLiteStore
+from sqlstore import Session, SQLiteStore
 from sqlstore.migrate import export_sessions, run_migration
 
 from .helpers import REPO, save_hostile_blobs
 
+SQLSTORE = Path(sys.executable).with_name("sqlstore")
 NAMES = settings(
     max_examples=60,
     deadline=None,
@@ -139,3 +142,37 @@ def test_links_at_every_level_of_a_source_are_skipped(tmp_path: Path, level: str
     assert report.failed == 0, report.items
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("s.db*") if p.is_file())
     assert SECRET not in stored
+
+
+RELATIVE = [
+    ["--db", "rel.db", "init"],
+    ["--db", "sub/dir/new.db", "init"],
+    ["--db", "./rel.db", "ls"],
+    ["--db", "rel.db", "stats"],
+    ["--db", "rel.db", "check"],
+    ["--db", "rel.db", "export", "--format", "runlog", "--out", "out", "--all"],
+    ["--db", "rel.db", "export", "--format", "mecatl", "--out", "./m/out", "--all"],
+    ["--db", "rel.db", "migrate", "runs"],
+    ["--db", "rel.db", "migrate", "./runs", "--to", "to.db"],
+    ["--db", "rel.db", "migrate", "--to", "copy.db"],
+    ["--db", "rel.db", "migrate", "--to", "sqlite:///copy2.db"],
+    ["migrate", "--from", "rel.db", "--to", "back/copy3.db"],
+    ["--db", "rel.db", "backup", "bk.db"],
+    ["--db", "rel.db", "backup", "bk/dir/bk.db"],
+    ["--db", "rel.db", "retention", "plan", "--config", "policy.toml"],
+    ["--db", "rel.db", "prune", "--older-than", "1d", "--dry-run"],
+]
+
+
+@pytest.mark.parametrize("args", RELATIVE, ids=lambda a: "-".join(a)[:60])
+def test_relative_paths_work_everywhere(tmp_path: Path, args: list[str]) -> None:
+    """Every path option given relative to the cwd works like the absolute one, never hangs."""
+    with SQLiteStore(tmp_path / "rel.db") as store:
+        store.sessions.save(Session.new("one"))
+    shutil.copytree(REPO / "examples" / "runlogs", tmp_path / "runs")
+    (tmp_path / "policy.toml").write_text('[retention]\nsweep_every = "1h"\n')
+    done = subprocess.run(
+        [SQLSTORE, *args], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
