@@ -277,6 +277,11 @@ def export_lines(report: ExportReport) -> Iterator[str]:
     )
     for session_id, reason in report.failed:
         yield f"failed: {session_id}: {render.one_line(reason, 200)}"
+    if report.failed:
+        yield (
+            "Hint: the other sessions were exported; fix the cause and export the failed ones "
+            "again with --session ID (`sqlstore check` checks the file)."
+        )
 
 
 @click.command("export")

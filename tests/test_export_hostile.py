@@ -9,14 +9,16 @@ failed and the rest are exported. A relative ``--out`` works.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import apsw
 import pytest
 from reliability.helpers import save_hostile_blobs
 
-from sqlstore import Session, SQLiteStore
+from sqlstore import Event, Session, SQLiteStore
 from sqlstore.errors import MigrationError
 from sqlstore.migrate import export_sessions, run_migration
 
@@ -130,6 +132,44 @@ def test_exported_blobs_round_trip_under_their_digest_names(tmp_path: Path) -> N
         report = run_migration(back, out)
         assert report.imported == 1, report.items
         assert back.sessions.load("evil").messages[0].text == "see"
+
+
+def _corrupt_state(db: Path, session_id: str) -> None:
+    """Rewrite one stored snapshot so its state is ``bogus`` (as a foreign writer could)."""
+    conn = apsw.Connection(os.fspath(db))
+    try:
+        (body,) = conn.execute("SELECT body FROM snapshots WHERE id = ?", (session_id,)).fetchone()
+        bad = bytes(body).replace(b'"state":"idle"', b'"state":"bogus"')
+        assert bad != bytes(body)
+        conn.execute("UPDATE snapshots SET body = ? WHERE id = ?", (bad, session_id))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("fmt", ["runlog", "mecatl"])
+def test_one_undecodable_snapshot_fails_only_that_session(tmp_path: Path, fmt: str) -> None:
+    """Through the script: ``export --all`` reports the bad session, exports the rest, exits 1."""
+    db = tmp_path / "s.db"
+    with SQLiteStore(db) as store:
+        for sid in ("a", "b", "c"):
+            store.sessions.save(Session.new(sid))
+            store.events.append_event(sid, Event("message", text=sid))
+    _corrupt_state(db, "b")
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [SQLSTORE, "--db", db, "export", "--format", fmt, "--out", out, "--all"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Exported 2 session(s)" in done.stdout
+    assert "failed: b: cannot be read: unknown state 'bogus'" in done.stdout
+    assert "Hint:" in done.stdout
+    with SQLiteStore(tmp_path / "back.db") as back:
+        report = run_migration(back, out)
+        assert sorted(s.id for s in back.sessions.list()) == ["a", "c"], report.items
 
 
 @pytest.mark.parametrize("out", ["exported", "./exported", "a/b/exported", "exported/"])

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from sqlstore import clock
-from sqlstore.errors import MigrationError, SessionNotFound
+from sqlstore.errors import MigrationError, SessionNotFound, SnapshotError, StoreCorrupt
 from sqlstore.events import Event
 from sqlstore.files import make_private_dirs
 from sqlstore.jsonl import dumps_line
@@ -97,11 +97,12 @@ def export_sessions(
 ) -> ExportReport:
     """Write the given sessions (every session when None) under ``out`` in format ``fmt``.
 
-    A session that cannot be written (a bad file name, an OS error) is reported
-    in ``failed``, the files already written for it are removed, and the export
-    goes on. An error that ends the export (the
-    store is unreadable or damaged) removes every file and directory this call
-    created before it propagates, so a failed export leaves nothing behind.
+    A session that cannot be read (its snapshot or a stored record does not
+    decode) or written (a bad file name, an OS error) is reported in ``failed``,
+    the files already written for it are removed, and the export goes on. An
+    error that ends the export (the store cannot be read at all) removes every
+    file and directory this call created before it propagates, so a failed
+    export leaves nothing behind.
 
     Raises:
         MigrationError: unknown format, or ``out`` exists and is not a directory.
@@ -170,11 +171,14 @@ def _export_each(
         try:
             session = store.sessions.load(session_id)
             modified_at = store.sessions.meta(session_id).modified_at
+            records = list(store.events.read_after(session_id))
+            audit = store.audit.list(session_id)
         except SessionNotFound as exc:
             report.failed.append((session_id, str(exc)))
             continue
-        records = list(store.events.read_after(session_id))
-        audit = store.audit.list(session_id)
+        except (SnapshotError, StoreCorrupt) as exc:  # this session's rows do not decode
+            report.failed.append((session_id, f"cannot be read: {exc}"))
+            continue
         mark = created.mark()
         try:
             if fmt == FORMAT_RUNLOG:

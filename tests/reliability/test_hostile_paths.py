@@ -24,11 +24,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlstore import Session, SQLiteStore
+from sqlstore import Event, Session, SQLiteStore
 from sqlstore.migrate import export_sessions, run_migration
 
 from .helpers import REPO, save_hostile_blobs
@@ -142,6 +143,54 @@ def test_links_at_every_level_of_a_source_are_skipped(tmp_path: Path, level: str
     assert report.failed == 0, report.items
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("s.db*") if p.is_file())
     assert SECRET not in stored
+
+
+DAMAGE = {
+    "bogus-state": ("snapshots", lambda body: body.replace(b'"state":"idle"', b'"state":"bogus"')),
+    "not-json": ("snapshots", lambda body: b"{not json"),
+    "not-utf8": ("snapshots", lambda body: b"\xff\xfe" + body),
+    "wrong-version": ("snapshots", lambda body: body.replace(b"sqlstore-session/1", b"x/9")),
+    "event-garbage": ("events", lambda body: b"\xff{"),
+}
+BULK = {
+    "export-runlog": ["export", "--format", "runlog", "--out", "out", "--all"],
+    "export-mecatl": ["export", "--format", "mecatl", "--out", "out", "--all"],
+    "copy": ["migrate", "--to", "other.db"],
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+@pytest.mark.parametrize("command", sorted(BULK))
+def test_one_damaged_row_fails_only_its_session(tmp_path: Path, damage: str, command: str) -> None:
+    """A bulk command over a store with one undecodable session handles all the others."""
+    db = tmp_path / "s.db"
+    ids = ["a", "b", "c", "d"]
+    with SQLiteStore(db) as store:
+        for sid in ids:
+            store.sessions.save(Session.new(sid))
+            store.events.append_event(sid, Event("message", text=sid))
+    table, change = DAMAGE[damage]
+    key = "id" if table == "snapshots" else "session_id"
+    conn = apsw.Connection(str(db))
+    (body,) = conn.execute(f"SELECT body FROM {table} WHERE {key} = 'c'").fetchone()
+    conn.execute(f"UPDATE {table} SET body = ? WHERE {key} = 'c'", (change(bytes(body)),))
+    conn.close()
+    done = subprocess.run(
+        [SQLSTORE, "--db", "s.db", *BULK[command], "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    if command == "copy":
+        with SQLiteStore(tmp_path / "other.db", readonly=True) as store:
+            assert sorted(s.id for s in store.sessions.list()) == ["a", "b", "d"]
+    else:
+        with SQLiteStore(tmp_path / "back.db") as back:
+            run_migration(back, tmp_path / "out")
+            assert sorted(s.id for s in back.sessions.list()) == ["a", "b", "d"]
 
 
 RELATIVE = [
