@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -225,3 +226,38 @@ def test_relative_paths_work_everywhere(tmp_path: Path, args: list[str]) -> None
     )
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
+
+
+RAW_NAMES = st.binary(min_size=1, max_size=24).filter(
+    lambda b: b"/" not in b and b"\x00" not in b and b not in (b".", b"..")
+)
+
+
+@NAMES
+@given(names=st.lists(RAW_NAMES, max_size=5, unique=True), suffix=st.booleans())
+def test_any_byte_file_names_in_a_source_import_or_are_reported(
+    names: list[bytes], suffix: bool
+) -> None:
+    """Whatever bytes the file names hold, migrate into SQLite imports the good log, no raise."""
+    base = Path(tempfile.mkdtemp(prefix="bytenames-"))
+    try:
+        source = os.fsencode(base) + b"/src"
+        os.mkdir(source)
+        body = (REPO / "examples" / "runlogs" / "20261128-090000.jsonl").read_bytes()
+        with open(source + b"/good.jsonl", "wb") as handle:
+            handle.write(body)
+        for name in names:
+            full = source + b"/" + name + (b".jsonl" if suffix else b"")
+            if not os.path.lexists(full):
+                with open(full, "wb") as handle:
+                    handle.write(body)
+        with SQLiteStore(base / "s.db") as store:
+            report = run_migration(store, os.fsdecode(source))
+            ids = {s.id for s in store.sessions.list()}
+        assert "good" in ids
+        for item in report.items:
+            item.item.encode("utf-8")  # every reported name is printable text
+        again_json = json.dumps(report.to_json(), ensure_ascii=False).encode("utf-8")
+        assert again_json
+    finally:
+        shutil.rmtree(base)
