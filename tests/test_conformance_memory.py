@@ -6,13 +6,21 @@ from pathlib import Path
 
 from sqlstore import MemoryStore
 from sqlstore.conformance import (
+    ApplySuite,
+    AuditQuerySuite,
+    BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 
@@ -58,3 +66,35 @@ class TestMemoryEventLog(MemoryFactories, EventLogSuite):
 
 class TestMemoryCursor(MemoryFactories, CursorSuite):
     """CursorSuite on MemoryStore (the two handles are one object)."""
+
+
+class TestMemoryLeases(MemoryFactories, LeaseSuite):
+    """LeaseSuite on MemoryStore."""
+
+
+class TestMemoryAuditQuery(MemoryFactories, AuditQuerySuite):
+    """AuditQuerySuite on MemoryStore."""
+
+
+class TestMemoryImportTarget(MemoryFactories, ImportTargetSuite):
+    """ImportTargetSuite on MemoryStore."""
+
+
+class TestMemorySweepHistory(MemoryFactories, SweepHistorySuite):
+    """SweepHistorySuite on MemoryStore."""
+
+
+class TestMemoryBatch(MemoryFactories, BatchSuite):
+    """BatchSuite on MemoryStore."""
+
+
+class TestMemoryTail(MemoryFactories, TailSuite):
+    """TailSuite on MemoryStore."""
+
+
+class TestMemoryVersion(MemoryFactories, VersionSuite):
+    """VersionSuite on MemoryStore."""
+
+
+class TestMemoryApply(MemoryFactories, ApplySuite):
+    """ApplySuite on MemoryStore."""

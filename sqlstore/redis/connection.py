@@ -102,6 +102,8 @@ class Connection:
         self.lease_acquire = client.register_script(scripts.LEASE_ACQUIRE)
         self.lease_renew = client.register_script(scripts.LEASE_RENEW)
         self.lease_release = client.register_script(scripts.LEASE_RELEASE)
+        self.apply = client.register_script(scripts.APPLY)
+        self.log_tail = client.register_script(scripts.LOG_TAIL)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str | None = None) -> Connection:
