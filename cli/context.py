@@ -35,7 +35,6 @@ For the authors of command modules (``cli/retention_cmd.py``, ``cli/migrate_cmd.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -49,6 +48,8 @@ import click
 from sqlstore.errors import StoreError, StoreMissing, UnsafePath
 from sqlstore.retention import parse_duration
 from sqlstore.sqlite import SQLiteStore
+
+from . import render
 
 DEFAULT_DB = "sessions.db"
 """The database file used when neither ``--db`` nor ``SQLSTORE_DB`` is given."""
@@ -107,16 +108,16 @@ class CliContext:
     def emit(self, doc: Any, human: Iterable[str] | Callable[[], Iterable[str]]) -> None:
         """Print ``doc`` as JSON when ``--json`` is on, else the human lines."""
         if self.json:
-            click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+            click.echo(render.json_text(doc, indent=2))
             return
         lines = human() if callable(human) else human
         for line in lines:
-            click.echo(line)
+            render.echo(line)
 
     def note(self, message: str) -> None:
         """Print a diagnostic line to stderr when ``-v`` was given."""
         if self.verbose:
-            click.echo(message, err=True)
+            render.echo(message, err=True)
 
 
 def get_cli(ctx: click.Context | None = None) -> CliContext:

@@ -23,6 +23,7 @@ import click
 import sqlstore
 from sqlstore.errors import StoreError
 
+from . import render
 from .context import (
     DB_ENVVAR,
     DEFAULT_DB,
@@ -50,11 +51,11 @@ def report_error(exc: StoreError, verbose: int) -> None:
     """Print a store error as ``Error: …`` and ``Hint: …`` on stderr (traceback with -vv)."""
     if verbose >= 2:
         click.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
-    click.echo(f"Error: {exc}", err=True)
+    render.echo(f"Error: {exc}", err=True)
     if verbose and exc.__cause__ is not None:
-        click.echo(f"Cause: {exc.__cause__!r}", err=True)
+        render.echo(f"Cause: {exc.__cause__!r}", err=True)
     if exc.hint:
-        click.echo(f"Hint: {exc.hint}", err=True)
+        render.echo(f"Hint: {exc.hint}", err=True)
 
 
 @click.group(cls=SqlstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})

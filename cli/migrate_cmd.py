@@ -74,11 +74,11 @@ def summary_lines(report: MigrationReport) -> Iterator[str]:
     ]
     if report.verified:
         rows.append(("verified", str(report.verified)))
-    yield f"Job {report.job_id} ({report.format}) from {report.source}"
+    yield f"Job {report.job_id} ({report.format}) from {render.visible(report.source)}"
     yield from render.table(("", "count"), rows)
     for item in report.items:
         if item.outcome == "failed":
-            yield f"failed: {item.item}: {render.one_line(item.detail, 200)}"
+            yield f"failed: {render.visible(item.item)}: {render.one_line(item.detail, 200)}"
     for warning in report.warnings[:WARNINGS_SHOWN]:
         yield f"warning: {render.one_line(warning, 200)}"
     if len(report.warnings) > WARNINGS_SHOWN:
@@ -253,7 +253,7 @@ def _copy_between_stores(
         if verify and not report.dry_run:
             yield f"verified {report.verified}"
         for sid, why in report.failed:
-            yield f"failed: {sid}: {why}"
+            yield f"failed: {render.visible(sid)}: {render.one_line(why, 200)}"
 
     cli.emit(doc, lines)
     ctx.exit(0 if report.ok else 1)
@@ -267,7 +267,7 @@ def export_lines(report: ExportReport) -> Iterator[str]:
         f"({report.events} log records, {megabytes:.2f} MB, {report.seconds:.2f} s)"
     )
     for session_id, reason in report.failed:
-        yield f"failed: {session_id}: {render.one_line(reason, 200)}"
+        yield f"failed: {render.visible(session_id)}: {render.one_line(reason, 200)}"
     if report.failed:
         yield (
             "Hint: the other sessions were exported; fix the cause and export the failed ones "

@@ -103,3 +103,58 @@ def save_hostile_blobs(db: Path, names: list[str], session_id: str = "evil") -> 
         )
         store.sessions.save(session)
     return data
+
+
+def run_in_pty(
+    args: list[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    answer: bytes = b"",
+    timeout: float = 60.0,
+) -> tuple[int, bytes]:
+    """Run a command with stdin, stdout and stderr on a real pseudo-terminal.
+
+    click strips escape sequences only when output is not a terminal, so escapes
+    can be tested only like this. ``answer`` is typed once the command runs (for
+    a prompt). Returns the exit status and everything the terminal received.
+    """
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [os.fspath(a) for a in args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=child_env(),
+            start_new_session=True,
+        )
+    finally:
+        os.close(slave)
+    out = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        if answer:
+            os.write(master, answer)
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every writer closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+            raise AssertionError(f"{args} did not finish within {timeout} s: {bytes(out)!r}")
+        return proc.wait(timeout=timeout), bytes(out)
+    finally:
+        os.close(master)
