@@ -14,6 +14,7 @@ command module). ``init`` is below; the session commands are in
 
 from __future__ import annotations
 
+import os
 import traceback
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .context import (
     DB_ENVVAR,
     DEFAULT_DB,
     CliContext,
+    NonEmptyPath,
     accept_db_after_command,
     get_cli,
     json_option,
@@ -61,7 +63,7 @@ def report_error(exc: StoreError, verbose: int) -> None:
 @click.group(cls=SqlstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
-    type=click.Path(path_type=Path),
+    type=NonEmptyPath(path_type=Path),
     envvar=DB_ENVVAR,
     default=DEFAULT_DB,
     show_default=True,
@@ -97,7 +99,7 @@ def init(cli: CliContext) -> None:
     \b
         sqlstore --db ./sessions.db init
     """
-    existed = cli.db.exists()
+    existed = os.path.exists(cli.db)  # False (not a traceback) for a name too long
     with cli.open_store(create=True):
         pass
     doc = {"db": str(cli.db), "created": not existed}

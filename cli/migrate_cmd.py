@@ -6,6 +6,7 @@ Register both on the group with ``cli.add_command(migrate)`` and
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -27,7 +28,7 @@ from sqlstore.migrate import (
 )
 
 from . import render
-from .context import CliContext, json_option, pass_cli
+from .context import CliContext, NonEmptyPath, json_option, pass_cli
 
 WARNINGS_SHOWN = 20
 """Warnings listed in the human summary; ``--json`` has them all."""
@@ -189,8 +190,10 @@ def _destination(cli: CliContext, target: str | None, dry_run: bool) -> Any:
     exist yet is stood in for by an empty ``MemoryStore``, an existing one is
     opened read-only (a Redis server is only read).
     """
+    if target == "":
+        raise click.BadParameter("is empty; give a store URL or a path", param_hint="'--to'")
     if target is None:
-        if dry_run and not cli.db.exists():
+        if dry_run and not os.path.exists(cli.db):
             return MemoryStore()  # inspect only: never create the file
         return cli.open_store(create=not dry_run, readonly=dry_run)
     if dry_run:
@@ -279,7 +282,7 @@ def export_lines(report: ExportReport) -> Iterator[str]:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="Output format.")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NonEmptyPath(file_okay=False, path_type=Path),
     required=True,
     help="Output directory (created; existing files are never overwritten).",
 )

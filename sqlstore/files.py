@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 from sqlstore.errors import StoreReadOnly, UnsafePath
@@ -20,7 +21,8 @@ def make_private_dirs(parent: str) -> list[str]:
 
     Raises:
         StoreReadOnly: a directory cannot be created for lack of permission.
-        UnsafePath: a component of the path exists and is not a directory.
+        UnsafePath: a component of the path exists and is not a directory, or the
+            OS refused the name (longer than 255 bytes, ...).
     """
     missing: list[str] = []
     current = parent or os.curdir
@@ -43,6 +45,12 @@ def make_private_dirs(parent: str) -> list[str]:
             raise StoreReadOnly(f"cannot create directory {directory}: {exc.strerror}") from exc
         except NotADirectoryError as exc:
             raise UnsafePath(f"cannot create directory {directory}: {exc.strerror}") from exc
+        except OSError as exc:  # a name too long, a read-only or full file system, ...
+            hint = "Each path component must be at most 255 bytes; choose a shorter name."
+            raise UnsafePath(
+                f"cannot create directory {directory}: {exc.strerror}",
+                hint=hint if exc.errno == errno.ENAMETOOLONG else None,
+            ) from exc
         os.chmod(directory, DIR_MODE)
         created.append(directory)
     return created

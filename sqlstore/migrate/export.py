@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from sqlstore import clock
-from sqlstore.errors import MigrationError, SessionNotFound, SnapshotError, StoreCorrupt
+from sqlstore.errors import MigrationError, SessionNotFound, SnapshotError
 from sqlstore.events import Event
 from sqlstore.files import make_private_dirs
 from sqlstore.jsonl import dumps_line
@@ -97,12 +97,12 @@ def export_sessions(
 ) -> ExportReport:
     """Write the given sessions (every session when None) under ``out`` in format ``fmt``.
 
-    A session that cannot be read (its snapshot or a stored record does not
-    decode) or written (a bad file name, an OS error) is reported in ``failed``,
-    the files already written for it are removed, and the export goes on. An
-    error that ends the export (the store cannot be read at all) removes every
-    file and directory this call created before it propagates, so a failed
-    export leaves nothing behind.
+    A session that cannot be read (its snapshot does not decode) or written (a
+    bad file name, an OS error) is reported in ``failed``, the files already
+    written for it are removed, and the export goes on. An error that ends the
+    export (the file is damaged: ``StoreCorrupt``, including one damaged stored
+    record; the store cannot be read) removes every file and directory this call
+    created before it propagates, so a failed export leaves nothing behind.
 
     Raises:
         MigrationError: unknown format, or ``out`` exists and is not a directory.
@@ -112,10 +112,10 @@ def export_sessions(
     if fmt not in FORMATS:
         raise MigrationError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     root = Path(out)
-    if root.exists() and not root.is_dir():
+    if os.path.exists(root) and not os.path.isdir(root):
         raise MigrationError(f"{root} exists and is not a directory")
     folder = root / V2_DIR if fmt == FORMAT_MECATL else root
-    if folder != root and folder.is_symlink():
+    if folder != root and os.path.islink(folder):
         raise MigrationError(
             f"{folder} is a symbolic link; export writes only inside {root}",
             hint="Export into a new directory with --out.",
@@ -176,7 +176,7 @@ def _export_each(
         except SessionNotFound as exc:
             report.failed.append((session_id, str(exc)))
             continue
-        except (SnapshotError, StoreCorrupt) as exc:  # this session's rows do not decode
+        except SnapshotError as exc:  # this session's snapshot does not decode
             report.failed.append((session_id, f"cannot be read: {exc}"))
             continue
         mark = created.mark()

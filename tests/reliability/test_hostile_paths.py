@@ -185,6 +185,12 @@ def test_one_damaged_row_fails_only_its_session(tmp_path: Path, damage: str, com
     )
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
+    if damage == "event-garbage" and command != "copy":
+        # A damaged stored record is file damage (StoreCorrupt): export stops with
+        # Error + Hint and removes what it wrote (test_cli_bad_files); copy goes on.
+        assert done.stderr.startswith("Error: ") and "Hint: " in done.stderr
+        assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.json*"))
+        return
     if command == "copy":
         with SQLiteStore(tmp_path / "other.db", readonly=True) as store:
             assert sorted(s.id for s in store.sessions.list()) == ["a", "b", "d"]
@@ -261,3 +267,48 @@ def test_any_byte_file_names_in_a_source_import_or_are_reported(
         assert again_json
     finally:
         shutil.rmtree(base)
+
+
+BAD_PATHS = {
+    "too-long": "n" * 300 + ".db",
+    "too-long-dir": "n" * 300 + "/x.db",
+    "through-a-file": "file.txt/x.db",
+    "fifo": "fifo.db",
+    "not-utf8": b"bad\xff.db",
+    "dangling-link": "dangling.db",
+    "directory": "adir",
+    "empty": "",
+}
+PATH_TAKERS = {
+    "db-ls": lambda p: ["--db", p, "ls"],
+    "db-init": lambda p: ["--db", p, "init"],
+    "db-check": lambda p: ["--db", p, "check"],
+    "backup": lambda p: ["--db", "s.db", "backup", p],
+    "export-out": lambda p: ["--db", "s.db", "export", "--format", "mecatl", "--all", "--out", p],
+    "migrate-to": lambda p: ["--db", "s.db", "migrate", "--to", p],
+}
+
+
+@pytest.mark.parametrize("taker", sorted(PATH_TAKERS))
+@pytest.mark.parametrize("bad", sorted(BAD_PATHS))
+def test_bad_paths_give_clear_errors_everywhere(tmp_path: Path, bad: str, taker: str) -> None:
+    """Every path option, given a path the OS refuses, exits 1 (2 if empty) with Error, no hang."""
+    with SQLiteStore(tmp_path / "s.db") as store:
+        store.sessions.save(Session.new("one"))
+    (tmp_path / "file.txt").write_text("x")
+    os.mkfifo(tmp_path / "fifo.db")
+    (tmp_path / "dangling.db").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "adir").mkdir()
+    before = sorted(os.listdir(tmp_path))
+    args = [os.fsencode(a) for a in PATH_TAKERS[taker](BAD_PATHS[bad])]
+    done = subprocess.run(
+        [os.fsencode(SQLSTORE), *args], cwd=tmp_path, capture_output=True, timeout=30
+    )
+    assert b"Traceback" not in done.stderr, done.stderr
+    if (bad, taker) in (("directory", "export-out"), ("not-utf8", "export-out")):
+        assert done.returncode == 0  # an existing directory, or any name the OS takes
+        return
+    assert done.returncode == (2 if bad == "empty" else 1), (done.stdout, done.stderr)
+    assert b"Error: " in done.stderr
+    after = [n for n in sorted(os.listdir(tmp_path)) if n not in before]
+    assert [n for n in after if not n.startswith("s.db-")] == [], after  # -wal/-shm of a read
