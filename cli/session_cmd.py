@@ -18,6 +18,7 @@ import click
 
 from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart
+from sqlstore.integrations import transcripts
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
 from sqlstore.ports import Store
@@ -177,6 +178,9 @@ def show(cli: CliContext, session_id: str) -> None:
     with cli.open_store(readonly=True) as store:
         session = store.sessions.load(session_id)
         meta = store.sessions.meta(session_id)
+        rebuilt = transcripts.conversation(store, session)  # framework sessions: from the log
+    if rebuilt is not None:
+        session.messages = rebuilt
     if cli.json:
         click.echo(render.json_text(snapshot.to_json(session), indent=2))
         return

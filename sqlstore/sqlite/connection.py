@@ -35,7 +35,7 @@ from sqlstore.sqlite.translate import translated
 Durability = Literal["full", "normal"]
 
 APPLICATION_ID = 0x53514C53  # "SQLS"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 PAGE_SIZE = 2048
 """Page size of new files; existing files keep theirs (changing it needs a VACUUM).
@@ -342,6 +342,18 @@ _UPGRADES: dict[int, str] = {
     1: "DROP INDEX sessions_by_owner; "
     "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id) "
     "WHERE owner_key IS NOT NULL;",
+    # 2 → 3: every second-stage addition, one block per feature (keep every block).
+    2: (
+        # Viewer (issue 19): counts/filters by state and kind, children by parent id.
+        "CREATE INDEX IF NOT EXISTS sessions_by_state_kind ON sessions (state, kind); "
+        "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions "
+        "(json_extract(relationship, '$.parent_session_id')) "
+        "WHERE kind IN ('subagent', 'parallel_branch', 'team_member'); "
+        # scoped state (#18, the ADK integration's app: and user: state)
+        "CREATE TABLE scoped_state ("
+        " scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+        " modified_at_ns INTEGER NOT NULL, PRIMARY KEY (scope, key)) WITHOUT ROWID;"
+    ),
 }
 """Version ladder: ``_UPGRADES[n]`` is the SQL that takes schema n to n + 1."""
 
