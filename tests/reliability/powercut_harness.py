@@ -155,10 +155,14 @@ def run(
     *,
     cuts: int = 200,
     seed: int = 0,
+    draws: int = 1,
     args: tuple[str, ...] = (),
     resume: bool = False,
 ) -> Outcome:
-    """Record ``scenario``, cut it at ``cuts`` points in every mode, check every image."""
+    """Record ``scenario``, cut it at ``cuts`` points in every mode, check every image.
+
+    The random modes (``prefix``, ``sector``) are drawn ``draws`` times per cut point.
+    """
     recording = record(scenario, tmp / "work", *args)
     trace = recording["trace"]
     timeline = Timeline.of(trace)
@@ -175,20 +179,20 @@ def run(
             if cheap is not None and cheap in known:
                 seen[known[cheap]].append((cut, mode))
                 continue
-            image = replay.image(mode, random.Random(f"{seed}/{cut}/{mode}"))
-            key = digest(image)
-            if cheap is not None:
-                known[cheap] = key
-            if key not in seen:
-                seen[key] = []
-                checker.add(key, image)
-            seen[key].append((cut, mode))
+            for draw in range(1 if cheap is not None else draws):
+                image = replay.image(mode, random.Random(f"{seed}/{cut}/{mode}/{draw}"))
+                key = digest(image)
+                if cheap is not None:
+                    known[cheap] = key
+                if key not in seen:
+                    seen[key] = []
+                    checker.add(key, image)
+                seen[key].append((cut, mode))
     results = checker.finish()
+    images = sum(len(where) for where in seen.values())
     base_key = next(key for key, where in seen.items() if (0, "synced/kept") in where)
     base = results[base_key]
-    outcome = Outcome(
-        scenario, len(trace), len(timeline.calls), len(points), len(points) * len(MODES), len(seen)
-    )
+    outcome = Outcome(scenario, len(trace), len(timeline.calls), len(points), images, len(seen))
     for key, where in seen.items():
         result = results[key]
         for cut, mode in where:

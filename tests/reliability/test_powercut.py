@@ -26,8 +26,10 @@ from tests.reliability.powercut_workloads import make_runs
 CUTS = int(os.environ.get("POWERCUT_CUTS", "200"))
 """Cut points per scenario in the default run (``POWERCUT_CUTS`` overrides)."""
 
-DEEP_CUTS = 600
-"""Cut points per scenario in the slow-marked deep run."""
+DEEP_CUTS = 500
+"""Cut points per scenario in the slow-marked deep run (every one, for shorter traces)."""
+DEEP_DRAWS = 2
+"""Draws of each random mode per cut point in the deep run."""
 
 
 def durable(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) -> list[str]:
@@ -149,8 +151,8 @@ def test_the_recording_sees_what_the_library_relies_on(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("scenario", "rule"), SCENARIOS, ids=[s for s, _ in SCENARIOS])
 def test_deep_run(tmp_path: Path, scenario: str, rule: Rule) -> None:
-    """The same checks with many more cut points and another random seed."""
-    _clean(run(scenario, tmp_path, rule, cuts=DEEP_CUTS, seed=1))
+    """The same checks with more cut points, two draws of each random mode, another seed."""
+    _clean(run(scenario, tmp_path, rule, cuts=DEEP_CUTS, seed=1, draws=DEEP_DRAWS))
 
 
 @pytest.mark.slow
@@ -159,6 +161,13 @@ def test_deep_migrate(tmp_path: Path) -> None:
     source = tmp_path / "source"
     make_runs(str(source), count=30)
     outcome = run(
-        "migrate", tmp_path, migrated, cuts=DEEP_CUTS // 3, seed=1, args=(str(source),), resume=True
+        "migrate",
+        tmp_path,
+        migrated,
+        cuts=DEEP_CUTS // 3,
+        seed=1,
+        draws=DEEP_DRAWS,
+        args=(str(source),),
+        resume=True,
     )
     _clean(outcome)
