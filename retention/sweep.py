@@ -21,7 +21,8 @@ lock for every process. A writer that finds it taken sleeps in its busy handler
 (:class:`~sqlstore.sqlite.connection.BusyWait`: 0.5 to 4 ms) and tries again.
 A sweep that deleted one entry per transaction back to back took the lock again
 microseconds after each commit, so another process's append kept waking up to a
-taken lock (28 ms p99 appends during a 100,000-session prune instead of 0.8 ms);
+taken lock (its p99 grew by more than an order of magnitude during a large prune;
+the figures are in docs/benchmarks.md);
 every deletion also paid a commit, and the WAL filled up so fast that the
 automatic checkpoint (run by whichever connection commits past 1,000 WAL pages,
 often the agent's) kept landing in the agents' appends. So a sweep of a
@@ -88,10 +89,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from retention.pacing import Pacing, deletion_store
-from retention.planner import Plan, PlanEntry
-from sqlstore.errors import StoreError
+from sqlstore.errors import PruneUnsupported, StoreError
 from sqlstore.ports import Housekeeping, Store, housekeeping_of
+
+from .pacing import Pacing, deletion_store
+from .planner import Plan, PlanEntry
 
 MAX_CONSECUTIVE_FAILURES = 20
 """Failed deletions in a row after which a sweep gives up."""
@@ -361,8 +363,17 @@ def sweep(
             :class:`Pacing`); ignored by stores without a file.
 
     Raises:
+        PruneUnsupported: the store's backend cannot delete conditionally (its
+            ``sessions`` has no ``delete_if_unchanged``); nothing was deleted.
         StoreError: the file size could not be read before the sweep started.
     """
+    if not callable(getattr(store.sessions, "delete_if_unchanged", None)):
+        raise PruneUnsupported(
+            f"{type(store).__name__} cannot delete sessions safely "
+            "(its sessions have no delete_if_unchanged)",
+            hint="Retention needs a backend that passes ConditionalPruneSuite "
+            "(sqlstore.conformance); SQLite, Redis and memory stores do.",
+        )
     started = time.perf_counter()
     bytes_before = store_file_size(store)
     tally = _Tally()
