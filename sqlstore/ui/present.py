@@ -71,6 +71,11 @@ def pretty_json(text: str) -> str:
         return text
 
 
+def json_text(value: Any) -> str:
+    """Return a JSON value as indented text (escaped by the template like any text)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
 def record_summary(is_gap: bool, body: dict[str, Any] | str) -> str:
     """Return the one-line summary of a log record for the timeline.
 
@@ -128,6 +133,6 @@ def record_row(
         "at": iso(at),
         "at_text": utc_text(at),
         "summary": record_summary(is_gap, body),
-        "body": body if isinstance(body, str) else json.dumps(body, indent=2, ensure_ascii=False),
+        "body": body if isinstance(body, str) else json_text(body),
         "cursor": cursor,
     }
