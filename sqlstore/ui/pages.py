@@ -155,6 +155,7 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
             children=browse.children(viewer.store.db, sid, limit=CHILDREN_SHOWN),
             messages=shown,
             total_messages=total,
+            log_length=browse_records.log_head(viewer.store.db, sid)[1],
             start=start,
             page_size=MESSAGES_PER_PAGE,
             results=results,
