@@ -35,6 +35,13 @@ from sqlstore.sqlite.database import Database
 LABEL_KEY_MAX_CHARS = 200
 """Longest label key a filter accepts."""
 
+WALK_MIN_MATCHES = 500
+"""From this many matching sessions on, a page walks the listing index and stops
+after one page (a 1-in-200 match rate reads ~10,000 index rows at most); below it,
+the matches are fetched through ``sessions_by_state_kind`` and sorted. Without
+table statistics (a read-only viewer cannot ANALYZE) SQLite always picks the
+second plan, which on 20,000 matches of 100,000 took 420 ms instead of 0.2 ms."""
+
 
 class BadListCursor(ValueError):
     """A listing cursor that does not decode (the viewer restarts from the newest row)."""
@@ -86,15 +93,22 @@ class SessionFilter:
         """Return True when any field filters."""
         return bool(self.where()[0])
 
-    def where(self) -> tuple[list[str], list[object]]:
-        """Return the SQL conditions and their parameters."""
+    def where(self, *, walk: bool = False) -> tuple[list[str], list[object]]:
+        """Return the SQL conditions and their parameters.
+
+        ``walk``: write the state and kind terms so that SQLite cannot use an index
+        for them (a unary ``+``), and so walks ``sessions_by_modified`` in listing
+        order, stopping after one page, instead of fetching every match through
+        ``sessions_by_state_kind`` and sorting them (see :data:`WALK_MIN_MATCHES`).
+        """
         conds: list[str] = []
         args: list[object] = []
+        plus = "+" if walk else ""
         if self.states:
-            conds.append(f"state IN ({', '.join('?' * len(self.states))})")
+            conds.append(f"{plus}state IN ({', '.join('?' * len(self.states))})")
             args += self.states
         if self.kinds:
-            conds.append(f"kind IN ({', '.join('?' * len(self.kinds))})")
+            conds.append(f"{plus}kind IN ({', '.join('?' * len(self.kinds))})")
             args += self.kinds
         if self.owner:
             conds.append("json_extract(owner, '$.subject') = ?")
@@ -103,6 +117,8 @@ class SessionFilter:
             # The key is bound as a JSON path with the key quoted; '"' and '\' cannot be
             # quoted in a SQLite JSON path, so keys holding them match nothing.
             path = "$.labels." + json.dumps(self.label_key)
+            # Labels live only in the snapshot: this filter reads every snapshot it
+            # tests (seconds on 100,000 sessions); the others read the inventory.
             conds.append(
                 "EXISTS (SELECT 1 FROM snapshots s WHERE s.id = sessions.id "
                 "AND json_extract(CAST(s.body AS TEXT), ?) = ?)"
@@ -171,7 +187,9 @@ def list_sessions(
         if count:
             count_row = conn.execute(f"SELECT count(*) FROM sessions{base}", args).fetchone()
             matching = int(count_row[0]) if count_row else 0
-        page_conds, params = list(conds), list(args)
+        # Many matches: walk in listing order and stop early; few: seek them and sort.
+        walk = matching < 0 or matching >= WALK_MIN_MATCHES
+        page_conds, params = flt.where(walk=walk)
         if before is not None:
             page_conds.append("(modified_at_ns > ? OR (modified_at_ns = ? AND id < ?))")
             params += [before.modified_at_ns, before.modified_at_ns, before.session_id]
