@@ -15,11 +15,12 @@ from typing import Any
 
 import click
 
-import retention
-from cli.context import CliContext, pass_cli
-from cli.retention_cmd import config_option, load
+from sqlstore import retention
 from sqlstore.errors import StoreError
 from sqlstore.sqlite import SQLiteStore
+
+from .context import CliContext, pass_cli
+from .retention_cmd import config_option, load
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765

@@ -275,7 +275,9 @@ APPLY = (
 -- ARGV: 1 expected version ('' = unconditional, '0' = must not exist), 2 fresh generation,
 --       3 mtime_ns, 4 page_prefix, 5 age_prefix, 6 hexid, 7 prefix, 8 session_id,
 --       9 has snapshot ('1'/'0'), 10 blob, 11 meta, 12 cmp, 13 owner_scope,
---       14 event count, 15 audit count, then one body per event, then one JSON per audit row.
+--       14 event count, 15 audit count, then one body per event, then one JSON per audit row,
+--       then the scoped-state count and, per key of a delta, its scope hash key, scope id,
+--       state key and JSON value (merged with HSET, the scope id added to ARGV[7]..'scopes').
 -- Returns {'conflict', stored version or ''} (nothing written) or
 --         {'ok', version or 0, generation or '', first position or 0}.
 local skey = KEYS[1]
@@ -310,6 +312,13 @@ for i = 1, naudit do
   at = at + 1
 end
 if naudit > 0 then redis.call('SADD', KEYS[5], ARGV[8]) end
+local nscoped = tonumber(ARGV[at] or '0')
+at = at + 1
+for i = 1, nscoped do
+  redis.call('HSET', ARGV[at], ARGV[at + 2], ARGV[at + 3])
+  redis.call('SADD', ARGV[7] .. 'scopes', ARGV[at + 1])
+  at = at + 4
+end
 local version = stored or 0
 if ARGV[9] == '1' then
   local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')
