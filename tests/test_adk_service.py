@@ -279,6 +279,8 @@ def test_store_without_scopes_is_refused(tmp_path: Path) -> None:
         def __init__(self, inner: Any) -> None:
             self.sessions, self.events = inner.sessions, inner.events
 
-    with sqlstore.open(str(tmp_path / "n.db")) as inner:
-        with pytest.raises(sqlstore.errors.StoreError, match="scoped state"):
-            SqlstoreSessionService(NoScopes(inner))
+    with (
+        sqlstore.open(str(tmp_path / "n.db")) as inner,
+        pytest.raises(sqlstore.errors.StoreError, match="scoped state"),
+    ):
+        SqlstoreSessionService(NoScopes(inner))
