@@ -1,4 +1,7 @@
-"""Every conformance suite once more, through ``sqlstore.aio`` (sync tests drive the facade).
+"""Every suite of the four parts once more, through ``sqlstore.aio`` (sync tests drive it).
+
+(``ImportTargetSuite`` and ``SweepHistorySuite`` test capabilities reached as
+``store.imports`` / ``store.history``, which the asyncio facade does not carry.)
 
 Each store of a suite is an ``AsyncStore`` run on an event loop in a thread of
 its own (``sqlstore.conformance.aio_bridge``): SQLite and Redis stores are
@@ -8,20 +11,24 @@ store is put behind ``sqlstore.aio.wrap``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
+import freezegun.config
 import pytest
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 from sqlstore import MemoryStore
 from sqlstore.conformance import (
     ApplySuite,
+    AuditQuerySuite,
     BatchSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    LeaseSuite,
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
@@ -45,6 +52,8 @@ SUITES = (
     TailSuite,
     VersionSuite,
     ApplySuite,
+    LeaseSuite,
+    AuditQuerySuite,
 )
 
 
@@ -101,6 +110,25 @@ class AioRedisFactories:
     def second_process_target(self, tmp_path: Path) -> ProcessTarget:
         """The child opens the same server and prefix through the facade."""
         return ProcessTarget(self.url, opener=BRIDGE)
+
+
+@pytest.fixture(autouse=True)
+def _frozen_time_reaches_worker_threads() -> Iterator[None]:
+    """Let freezegun's frozen clock reach the facade's worker threads during each test.
+
+    freezegun returns the real time to any call with a ``threading`` frame within
+    a few frames of it (its default ignore list), so a shallow call in a pool
+    thread (``leases.held()``) would see the real clock while a deeper one
+    (``leases.acquire``) sees the frozen one. The suites freeze time on the test
+    thread and mean it for the store's work; the module is taken off the list
+    for the test, and the list restored after it.
+    """
+    saved = list(freezegun.config.settings.default_ignore_list)
+    freezegun.configure(default_ignore_list=[m for m in saved if m != "threading"])
+    try:
+        yield
+    finally:
+        freezegun.configure(default_ignore_list=saved)
 
 
 def _suite_classes() -> dict[str, type]:

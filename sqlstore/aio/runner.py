@@ -20,12 +20,13 @@ dropped when its thread finishes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from sqlstore.aio.records import AsyncRecords
@@ -54,7 +55,7 @@ class Runner:
         check_workers(max_workers)
         self.max_workers = max_workers
         self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix="sqlstore-aio")
-        self._writes: set[asyncio.Future[Any]] = set()
+        self._writes: set[Future[Any]] = set()
         self._streams: weakref.WeakSet[AsyncRecords[Any]] = weakref.WeakSet()
         self.closed = False
 
@@ -74,19 +75,27 @@ class Runner:
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
     async def write(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a write in the pool, shielded: cancelling the caller never cancels the write."""
+        """Run a write in the pool, shielded: cancelling the caller never cancels the write.
+
+        The write is submitted to the pool directly (not through
+        ``run_in_executor``, whose future cancels a queued job when its awaiter
+        is cancelled) and its outcome is handed to a loop future nobody else
+        can cancel through: the same two thread hops as a read, no more.
+        """
         self.check_open()
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
-        self._writes.add(future)
-        future.add_done_callback(self._writes.discard)
-        try:
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            future.add_done_callback(
-                functools.partial(_report_abandoned, getattr(fn, "__name__", ""))
-            )
-            raise
+        job = self._executor.submit(functools.partial(fn, *args, **kwargs))
+        self._writes.add(job)
+        waiter: asyncio.Future[T] = loop.create_future()
+        name = getattr(fn, "__name__", "write")
+
+        def finished(done: Future[T]) -> None:  # runs in the worker thread
+            self._writes.discard(done)
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting
+                loop.call_soon_threadsafe(_hand_over, done, waiter, name)
+
+        job.add_done_callback(finished)
+        return await waiter
 
     def stream(
         self, open_iter: Callable[[threading.Event], Iterator[T]], stop: threading.Event | None
@@ -105,7 +114,8 @@ class Runner:
     async def drain(self) -> None:
         """Wait until every write started so far has finished (whatever its outcome)."""
         while self._writes:
-            await asyncio.gather(*list(self._writes), return_exceptions=True)
+            pending = [asyncio.shield(asyncio.wrap_future(job)) for job in list(self._writes)]
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def shutdown(self) -> None:
         """Let the worker threads exit once idle; later calls raise ``StoreClosed``."""
@@ -113,10 +123,14 @@ class Runner:
         self._executor.shutdown(wait=False)
 
 
-def _report_abandoned(name: str, future: asyncio.Future[Any]) -> None:
-    """Log the failure of a write whose caller was cancelled (nobody else sees it)."""
-    if future.cancelled():
+def _hand_over(done: Future[T], waiter: asyncio.Future[T], name: str) -> None:
+    """Give a finished write's outcome to its caller, or log a failure nobody awaits."""
+    error = done.exception()
+    if waiter.cancelled():
+        if error is not None:
+            log.warning("a write (%s) whose caller was cancelled failed: %r", name, error)
         return
-    error = future.exception()
     if error is not None:
-        log.warning("a write (%s) whose caller was cancelled failed: %r", name, error)
+        waiter.set_exception(error)
+    else:
+        waiter.set_result(done.result())

@@ -64,7 +64,7 @@ URI_SCHEME = "sqlstore"
 """The ``--session_service_uri`` scheme: ``sqlstore:///abs/path.db`` or ``sqlstore:rel.db``."""
 
 
-class SqlstoreSessionService(BaseSessionService):  # type: ignore[misc]
+class SqlstoreSessionService(BaseSessionService):
     """ADK sessions kept in a sqlstore store.
 
     Args:
@@ -143,7 +143,7 @@ class SqlstoreSessionService(BaseSessionService):  # type: ignore[misc]
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         await asyncio.to_thread(self._append, session, event)
-        return self._commit_event_to_session(session, event)  # type: ignore[no-any-return]
+        return self._commit_event_to_session(session, event)
 
     async def close(self) -> None:
         """Close the store if this service opened it."""
@@ -188,7 +188,7 @@ class SqlstoreSessionService(BaseSessionService):  # type: ignore[misc]
         found = read_events(self._store.events, key, recent, after)
         events = [AdkEvent.model_validate(data) for data in found]
         state = doc.get("state") if isinstance(doc.get("state"), dict) else {}
-        updated = float(doc.get("last_update_time") or 0.0)  # type: ignore[arg-type]
+        updated = float(doc.get("last_update_time") or 0.0)
         return self._session(app, user, sid, dict(state), events, updated, version)  # type: ignore[arg-type]
 
     def _list(self, app: str, user: str | None) -> ListSessionsResponse:
@@ -216,7 +216,7 @@ class SqlstoreSessionService(BaseSessionService):  # type: ignore[misc]
                     dict(state),  # type: ignore[arg-type]
                     [],
                     float(doc.get("last_update_time") or 0.0),
-                    version,  # type: ignore[arg-type]
+                    version,
                 )
             )
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
@@ -233,13 +233,13 @@ class SqlstoreSessionService(BaseSessionService):  # type: ignore[misc]
         marker = session._storage_update_marker
         if marker is not None and marker != str(version):
             raise StaleSessionError(_STALE)
-        if marker is None and float(doc.get("last_update_time") or 0.0) > session.last_update_time:  # type: ignore[arg-type]
+        if marker is None and float(doc.get("last_update_time") or 0.0) > session.last_update_time:
             raise StaleSessionError(_STALE)
         deltas = _split(event.actions.state_delta if event.actions else {})
         data = event.model_dump(mode="json", exclude_none=True)
-        pending = dict(doc.get("calls") or {})  # type: ignore[call-overload]
+        pending = dict(doc.get("calls") or {})
         audit = mapping.audit_rows(key, data, pending, clock.now_ns(), clock.now())
-        state = dict(doc.get("state") or {})  # type: ignore[call-overload]
+        state = dict(doc.get("state") or {})
         state.update(deltas["session"])
         doc.update(state=state, last_update_time=event.timestamp, calls=pending)
         turn = mapping.is_user_text(data)

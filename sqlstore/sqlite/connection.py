@@ -40,9 +40,9 @@ PAGE_SIZE = 2048
 A durable commit writes every page it changed to the WAL and fsyncs it, so the
 bytes per commit, not the row size, set the cost of a small append: an append
 changes ~5 pages (event row and its key, log head, inventory row and its
-index). Measured on this project's benchmark machine, 2 KiB pages made a
-durable append ~10 % faster than 4 KiB; 1 KiB pages were faster still for
-appends but slowed a 1 MB snapshot save by ~20 % (four times the WAL frames).
+index), so smaller pages make a durable append cheaper; below 2 KiB a large
+snapshot save pays for its many more WAL frames. The measurements are in
+docs/benchmarks.md ("Bytes per durable commit").
 """
 BUSY_TIMEOUT_MS = 5_000
 WAL_SWITCH_RETRY_S = BUSY_TIMEOUT_MS / 1000
@@ -287,8 +287,13 @@ _UPGRADES: dict[int, str] = {
     1: "DROP INDEX sessions_by_owner; "
     "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id) "
     "WHERE owner_key IS NOT NULL;",
-    # 2 → 3: the second stage's tables, one block per feature.
+    # 2 → 3: every second-stage addition, one block per feature (keep every block).
     2: (
+        # Viewer (issue 19): counts/filters by state and kind, children by parent id.
+        "CREATE INDEX IF NOT EXISTS sessions_by_state_kind ON sessions (state, kind); "
+        "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions "
+        "(json_extract(relationship, '$.parent_session_id')) "
+        "WHERE kind IN ('subagent', 'parallel_branch', 'team_member'); "
         # scoped state (#18, the ADK integration's app: and user: state)
         "CREATE TABLE scoped_state ("
         " scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"

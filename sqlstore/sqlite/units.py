@@ -14,7 +14,7 @@ import apsw
 
 from sqlstore import clock
 from sqlstore.changes import Applied, ChangeSet, check_version
-from sqlstore.cursor import CursorEncoder
+from sqlstore.cursor import encode_cursor
 from sqlstore.sqlite import rows
 from sqlstore.sqlite.scopes import merge_scopes
 
@@ -33,18 +33,22 @@ def apply_changes(conn: apsw.Connection, changes: ChangeSet) -> Applied:
             (raised before anything is written; the caller rolls back anyway).
     """
     session_id = changes.session_id
-    stored = stored_version(conn, session_id)
-    check_version(session_id, changes.expected_version, stored)
-    if changes.empty:
-        return Applied(stored or 0, [])
+    if changes.expected_version is not None or changes.empty:
+        # An unconditional unit that writes needs no read: the touch returns the version.
+        stored = stored_version(conn, session_id)
+        check_version(session_id, changes.expected_version, stored)
+        if changes.empty:
+            return Applied(stored or 0, [])
     now_ns = clock.now_ns()
     cursors: list[str] = []
     if changes.events:
         generation, first = rows.append_records(
             conn, session_id, [(e.type, e.body) for e in changes.events], now_ns
         )
-        encoder = CursorEncoder(session_id, generation)
-        cursors = [encoder(pos) for pos in range(first, first + len(changes.events))]
+        cursors = [
+            encode_cursor(session_id, generation, pos)
+            for pos in range(first, first + len(changes.events))
+        ]
     if changes.audit:
         rows.insert_audits(
             conn,
