@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import Result, Row, emit, make_parser, median, rate, sizes, times, work_dir
+from harness import Result, Row, emit, make_parser, ratio_row, sizes, work_dir
 
 APP, USER = "bench", "u"
 
@@ -175,18 +175,7 @@ def main() -> None:
     }
     result = Result("adk_session_service", "SqlstoreSessionService vs SqliteSessionService", size)
     for key, (measure, goal) in rows.items():
-        pairs = figures[key]
-        ratio = median([o / t for o, t in pairs])
-        result.rows.append(
-            Row(
-                measure,
-                rate(median([o for o, _ in pairs])),
-                rate(median([t for _, t in pairs])),
-                times(ratio),
-                f">= {goal}x",
-                ratio >= goal,
-            )
-        )
+        result.rows.append(ratio_row(measure, figures[key], goal))
     result.rows.append(
         Row(
             '8 sessions: "database is locked" errors (all repetitions)',

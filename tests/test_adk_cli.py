@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import sqlstore
 from cli.main import cli
 from sqlstore.integrations.adk import SqlstoreSessionService, session_service_factory
 from sqlstore.integrations.adk_events import session_key
+from tests.integration_support import run_example
 from tests.test_cli_process import TIMEOUT_S, console_script, env_without_db
 from tests.test_openai_agents_store import CountingStore
 
@@ -177,15 +177,7 @@ def test_temp_state_is_never_stored(tmp_path: Path) -> None:
 def test_example_runs(tmp_path: Path) -> None:
     """The example runs offline; the installed `sqlstore show` renders its session."""
     db = tmp_path / "ex.db"
-    example = Path(__file__).resolve().parents[1] / "examples" / "adk_session_service.py"
-    done = subprocess.run(
-        [sys.executable, str(example), str(db)],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        env=env_without_db(),
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_example("adk_session_service.py", str(db))
     assert "Forecast: sunny, 21 °C." in done.stdout and "{'units': 'metric'}" in done.stdout
     shown = subprocess.run(
         [console_script(), "--db", str(db), "show", "adk/weather/alice/trip"],

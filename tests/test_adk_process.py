@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import sqlstore
 from sqlstore.integrations.adk_events import session_key
+from tests.integration_support import spawn
 
 TIMEOUT_S = 120.0
 """Upper bound for any wait on a child process (never a timing assertion)."""
@@ -70,10 +70,6 @@ def stale_writer(db: str, loaded: str, marker: str, start: Any) -> str:
             await service.close()
 
     return asyncio.run(main())
-
-
-def spawn() -> Any:
-    return multiprocessing.get_context("spawn")
 
 
 def test_runner_in_two_processes_shares_history(tmp_path: Path) -> None:

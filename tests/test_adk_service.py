@@ -27,20 +27,16 @@ from google.genai import types
 import sqlstore
 from sqlstore.integrations.adk import SqlstoreSessionService
 from sqlstore.scopes import InvalidState
+from tests.integration_support import BACKENDS, backend_store
 from tests.redis_server import redis_server, redis_url  # noqa: F401 - fixtures
 
 APP, USER = "calc", "alice"
 
 
-@pytest.fixture(params=["sqlite", "memory", "redis"])
+@pytest.fixture(params=BACKENDS)
 def ours(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlstoreSessionService]:
     """Our service on a store of the given backend."""
-    if request.param == "sqlite":
-        store: Any = sqlstore.open(str(tmp_path / "ours.db"))
-    elif request.param == "memory":
-        store = sqlstore.MemoryStore()
-    else:
-        store = sqlstore.open(request.getfixturevalue("redis_url"))
+    store = backend_store(request, tmp_path)
     yield SqlstoreSessionService(store)
     store.close()
 
