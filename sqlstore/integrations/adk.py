@@ -55,7 +55,7 @@ from sqlstore.integrations.adk_read import read_events
 from sqlstore.integrations.targets import StoreTarget, resolve_store
 from sqlstore.model import JSON
 from sqlstore.ports import ScopedState, scopes_of
-from sqlstore.scopes import InvalidState
+from sqlstore.scopes import InvalidState, encode_delta
 from sqlstore.session import Session, clamp_title
 
 __all__ = ["SqlstoreSessionService", "register", "session_service_factory"]
@@ -339,9 +339,12 @@ def _split(state: Mapping[str, Any]) -> dict[str, dict[str, JSON]]:
         else:
             out["session"][key] = value
     try:
-        return to_jsonable_python(out)  # type: ignore[no-any-return]
+        jsonable: dict[str, dict[str, JSON]] = to_jsonable_python(out)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         raise InvalidState(f"session state is not JSON: {exc}") from None
+    for part, delta in jsonable.items():
+        encode_delta(f"{part} state", delta)  # InvalidState naming the key (NaN, lone surrogates)
+    return jsonable
 
 
 def session_service_factory(uri: str, **_kwargs: Any) -> SqlstoreSessionService:
