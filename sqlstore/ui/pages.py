@@ -49,7 +49,8 @@ def parse_day_or_time(text: str, *, end_of_day: bool) -> datetime | None:
     """Parse ``YYYY-MM-DD`` (UTC day) or an RFC 3339 time; ``""`` is None.
 
     Raises:
-        BadRequest: neither form.
+        BadRequest: neither form, or a time outside what sqlstore stores
+            (nanoseconds in a signed 64-bit integer: 1677-09-21 to 2262-04-11 UTC).
     """
     text = text.strip()
     if not text:
@@ -58,10 +59,19 @@ def parse_day_or_time(text: str, *, end_of_day: bool) -> datetime | None:
         if len(text) == 10:
             day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).date()
             moment = datetime.combine(day, time(0), tzinfo=UTC)
-            return moment + timedelta(days=1) if end_of_day else moment
-        return clock.parse_rfc3339(text)
+            moment = moment + timedelta(days=1) if end_of_day else moment
+        else:
+            moment = clock.parse_rfc3339(text)
+        in_range = -(2**63) <= clock.to_ns(moment) < 2**63
+    except OverflowError:
+        in_range = False
     except ValueError:
         raise BadRequest(f"not a date (YYYY-MM-DD) or RFC 3339 time: {text!r}") from None
+    if not in_range:
+        raise BadRequest(
+            f"{text!r} is outside the times sqlstore stores (1677-09-21 to 2262-04-11)"
+        )
+    return moment
 
 
 def session_filter(request: Request) -> browse.SessionFilter:
