@@ -148,7 +148,8 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
     start_text = request.query_params.get("from", "")
     start = max(0, total - MESSAGES_PER_PAGE)
     if start_text:
-        if not start_text.isdigit():
+        # isdigit() also accepts "²", which int() refuses; and int() refuses > 4,300 digits.
+        if not (start_text.isascii() and start_text.isdigit() and len(start_text) <= 18):
             raise BadRequest("from= takes a message number")
         start = min(int(start_text), max(0, total - 1))
     shown = list(enumerate(session.messages[start : start + MESSAGES_PER_PAGE], start=start))
