@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from sqlstore import Event, Session, SQLiteStore
 from sqlstore.ui.app import create_app
 from sqlstore.ui.security import GuardConfig
 from tests.ui import demo_store
@@ -86,3 +87,17 @@ def test_token_redirect_stays_on_this_origin(demo_db: Path) -> None:
             assert "\\" not in location and location.endswith("?a=1"), location
     finally:
         served.stop()
+
+
+def test_timeline_page_of_huge_records_stays_small(tmp_path: Path) -> None:
+    """Ten 1 MiB records make a timeline page (and live frames) of bounded size, marked as cut."""
+    path = tmp_path / "huge.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("huge"))
+        big = "x" * (1024 * 1024)
+        store.events.append_events("huge", [Event(type="tool.output", text=big) for _ in range(10)])
+    with client_for(path) as c:
+        response = c.get("/timeline?id=huge")
+    assert response.status_code == 200
+    assert len(response.content) < 2 * 1024 * 1024, len(response.content)
+    assert "more characters" in response.text
