@@ -93,3 +93,60 @@ def test_clear_racing_add_in_two_processes_keeps_the_session_consistent(tmp_path
     assert meta.turns == len(turns)
     assert len(records) == len(items)  # nothing of a cleared generation is left in the log
     assert sorted(a.call_id for a in audit) == sorted(t[1]["call_id"] for t in turns)
+
+
+HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x9b31m\u202eevil\u2066"
+"""Terminal title and clear-screen sequences, a C1 CSI, and bidi overrides (text spoofing)."""
+
+RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e", "\u2066")
+
+
+def read_pty(argv: list[str]) -> tuple[int, str]:
+    """Run ``argv`` with stdout and stderr on a real pseudo-terminal; return status and output."""
+    import os
+    import pty
+    import subprocess
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return proc.wait(TIMEOUT_S), out.decode("utf-8", errors="replace")
+
+
+def test_hostile_item_text_is_escaped_on_a_terminal(tmp_path: Path) -> None:
+    """ls, show, events and audit of an Agents session print hostile item text escaped, on a pty."""
+    import shutil
+    import sys
+
+    from sqlstore.integrations.openai_agents import SqlstoreSession
+
+    db = str(tmp_path / "hostile.db")
+    session = SqlstoreSession("conv-1", db)
+    call = "c" + HOSTILE
+    items = [
+        {"role": "user", "content": "hi " + HOSTILE},
+        {"type": "function_call", "call_id": call, "name": "t" + HOSTILE, "arguments": "{}"},
+        {"type": "function_call_output", "call_id": call, "output": "out " + HOSTILE},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "ans " + HOSTILE}]},
+    ]
+    asyncio.run(session.add_items(items))
+    session.close()
+    beside = Path(sys.executable).parent / "sqlstore"
+    exe = str(beside) if beside.exists() else shutil.which("sqlstore")
+    assert exe, "the sqlstore console script is not installed"
+    for command in (["ls"], ["show", "conv-1"], ["events", "conv-1"], ["audit", "conv-1"]):
+        status, out = read_pty([exe, "--db", db, *command])
+        assert status == 0, (command, out)
+        assert "PWNED" in out, (command, out)  # the text is shown...
+        raw = [hex(ord(c)) for c in RAW_CONTROLS if c in out]
+        assert raw == [], (command, raw)  # ...but no control character reaches the terminal
