@@ -236,7 +236,10 @@ class SqlstoreSessionService(BaseSessionService):
         if marker is None and float(doc.get("last_update_time") or 0.0) > session.last_update_time:
             raise StaleSessionError(_STALE)
         deltas = _split(event.actions.state_delta if event.actions else {})
-        data = event.model_dump(mode="json", exclude_none=True)
+        try:
+            data = event.model_dump(mode="json", exclude_none=True)
+        except (PydanticSerializationError, TypeError, ValueError) as exc:
+            raise InvalidState(f"event {event.id!r} is not JSON: {exc}") from None
         pending = dict(doc.get("calls") or {})
         audit = mapping.audit_rows(key, data, pending, clock.now_ns(), clock.now())
         state = dict(doc.get("state") or {})
