@@ -17,7 +17,7 @@ from sqlstore import clock
 from sqlstore.errors import SessionNotFound
 from sqlstore.events import LogRecord
 from sqlstore.model import Kind, State
-from sqlstore.sqlite import browse
+from sqlstore.sqlite import browse, browse_records
 from sqlstore.ui import present
 from sqlstore.ui.context import Viewer
 
@@ -155,6 +155,7 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
             children=browse.children(viewer.store.db, sid, limit=CHILDREN_SHOWN),
             messages=shown,
             total_messages=total,
+            log_length=browse_records.log_head(viewer.store.db, sid)[1],
             start=start,
             page_size=MESSAGES_PER_PAGE,
             results=results,
@@ -165,8 +166,8 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
 
 def log_rows(viewer: Viewer, sid: str, records: list[LogRecord]) -> list[dict[str, Any]]:
     """Return the timeline rows of records read from the store, with their write times."""
-    positions = [browse.cursor_position(r.cursor) for r in records]
-    times = browse.record_times(viewer.store.db, sid, positions)
+    positions = [browse_records.cursor_position(r.cursor) for r in records]
+    times = browse_records.record_times(viewer.store.db, sid, positions)
     out = []
     for pos, rec in zip(positions, records, strict=True):
         is_gap = rec.kind == "gap"
@@ -194,7 +195,7 @@ def timeline_page(viewer: Viewer, request: Request) -> HTMLResponse:
         records = events.read_before(sid, before, limit=RECORDS_PER_PAGE)
     else:
         records = events.read_tail(sid, RECORDS_PER_PAGE)
-    generation, length = browse.log_head(viewer.store.db, sid)
+    generation, length = browse_records.log_head(viewer.store.db, sid)
     if generation is None and browse.session_meta(viewer.store.db, sid) is None:
         raise SessionNotFound(sid)
     rows = log_rows(viewer, sid, records)
@@ -224,16 +225,16 @@ def tools_page(viewer: Viewer, request: Request) -> HTMLResponse:
     sid = q.get("id", "")
     tool = q.get("tool", "")
     errors_first = q.get("errors") == "first"
-    summaries: list[browse.ToolSummary] = []
+    summaries: list[browse_records.ToolSummary] = []
     if sid:
         records = viewer.store.audit.list(sid)
         if not records and browse.session_meta(viewer.store.db, sid) is None:
             raise SessionNotFound(sid)
     elif tool:
-        records = browse.tool_calls(viewer.store.db, tool, limit=AUDIT_ROWS_SHOWN)
+        records = browse_records.tool_calls(viewer.store.db, tool, limit=AUDIT_ROWS_SHOWN)
     else:
         records = []
-        summaries = browse.tool_summaries(viewer.store.db)
+        summaries = browse_records.tool_summaries(viewer.store.db)
     truncated = len(records) > AUDIT_ROWS_SHOWN
     records = records[-AUDIT_ROWS_SHOWN:]  # the newest, in record order
     if errors_first:
