@@ -17,8 +17,14 @@ from types import FrameType
 
 import click
 
-from cli import render
-from cli.context import (
+from sqlstore import clock, snapshot
+from sqlstore.errors import MetadataCursorRestart
+from sqlstore.inventory import SessionMeta
+from sqlstore.model import Kind, Principal, State
+from sqlstore.ports import Store
+
+from . import render
+from .context import (
     DURATION,
     CliContext,
     Refused,
@@ -26,11 +32,6 @@ from cli.context import (
     pass_cli,
     stdin_is_terminal,
 )
-from sqlstore import clock, snapshot
-from sqlstore.errors import MetadataCursorRestart
-from sqlstore.inventory import SessionMeta
-from sqlstore.model import Kind, Principal, State
-from sqlstore.ports import Store
 
 LS_PAGE_SIZE = 200
 """Rows fetched per ``sessions.page`` call while listing."""

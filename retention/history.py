@@ -15,10 +15,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-from retention.sweep import Report
 from sqlstore import clock
 from sqlstore.history import RunRecord
 from sqlstore.ports import Store, history_of
+
+from .sweep import Report
 
 __all__ = ["DEFAULT_HISTORY_LIMIT", "RunRecord", "list_runs", "record_run", "run_record"]
 

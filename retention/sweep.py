@@ -21,7 +21,8 @@ lock for every process. A writer that finds it taken sleeps in its busy handler
 (:class:`~sqlstore.sqlite.connection.BusyWait`: 0.5 to 4 ms) and tries again.
 A sweep that deleted one entry per transaction back to back took the lock again
 microseconds after each commit, so another process's append kept waking up to a
-taken lock (28 ms p99 appends during a 100,000-session prune instead of 0.8 ms);
+taken lock (its p99 grew by more than an order of magnitude during a large prune;
+the figures are in docs/benchmarks.md);
 every deletion also paid a commit, and the WAL filled up so fast that the
 automatic checkpoint (run by whichever connection commits past 1,000 WAL pages,
 often the agent's) kept landing in the agents' appends. So a sweep of a
@@ -70,7 +71,9 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
   :func:`~retention.daemon.sweep_round` writes through the caller's durable
   handle. Before it returns the sweep fsyncs the WAL itself (a checkpoint that
   cannot copy everything, say while a reader holds an old snapshot, does not
-  sync it), so the deletions a finished sweep reports are on disk.
+  sync it), so the deletions a finished sweep reports are on disk — also when
+  the caller's own store was opened ``durability="normal"`` (found by the
+  power-cut battery, ``tests/reliability/test_powercut.py``).
 
 After a sweep that deleted something, a store with a file (SQLiteStore)
 checkpoints its WAL and runs an incremental vacuum so the file shrinks, in
@@ -86,10 +89,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from retention.pacing import Pacing, deletion_store
-from retention.planner import Plan, PlanEntry
-from sqlstore.errors import StoreError
+from sqlstore.errors import PruneUnsupported, StoreError
 from sqlstore.ports import Housekeeping, Store, housekeeping_of
+
+from .pacing import Pacing, deletion_store
+from .planner import Plan, PlanEntry
 
 MAX_CONSECUTIVE_FAILURES = 20
 """Failed deletions in a row after which a sweep gives up."""
@@ -269,17 +273,20 @@ def _sweep_paced(
     heartbeat: Callable[[], None] | None,
     pacing: Pacing,
 ) -> None:
-    """Sweep through :func:`deletion_store`, make its deletions durable, then close it."""
+    """Sweep through :func:`deletion_store`, make the deletions durable, then close it."""
     deleter = deletion_store(housekeeping, pacing)
     try:
         _sweep_batches(store, deleter or housekeeping, plan, tally, stop, heartbeat, pacing)
     finally:
+        if tally.deleted:
+            # Also when the store's own handle deleted (a SQLite store opened
+            # "normal"): its commits are not synced either, and the deletions
+            # the sweep reports must survive a power loss too.
+            try:
+                (deleter or housekeeping).sync()  # every reported deletion is on disk
+            except StoreError as exc:
+                tally.errors.append(str(exc))
         if deleter is not None:
-            if tally.deleted:
-                try:
-                    deleter.sync()  # every reported deletion is on disk
-                except StoreError as exc:
-                    tally.errors.append(str(exc))
             deleter.close()
 
 
@@ -356,8 +363,17 @@ def sweep(
             :class:`Pacing`); ignored by stores without a file.
 
     Raises:
+        PruneUnsupported: the store's backend cannot delete conditionally (its
+            ``sessions`` has no ``delete_if_unchanged``); nothing was deleted.
         StoreError: the file size could not be read before the sweep started.
     """
+    if not callable(getattr(store.sessions, "delete_if_unchanged", None)):
+        raise PruneUnsupported(
+            f"{type(store).__name__} cannot delete sessions safely "
+            "(its sessions have no delete_if_unchanged)",
+            hint="Retention needs a backend that passes ConditionalPruneSuite "
+            "(sqlstore.conformance); SQLite, Redis and memory stores do.",
+        )
     started = time.perf_counter()
     bytes_before = store_file_size(store)
     tally = _Tally()

@@ -74,7 +74,7 @@ class VersionConflict(StoreError):
 
 
 class PruneUnsupported(StoreError):
-    """The backend cannot delete sessions."""
+    """The backend cannot delete sessions safely (``retention.sweep`` raises it up front)."""
 
 
 class CursorMalformed(StoreError, ValueError):

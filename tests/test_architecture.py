@@ -8,6 +8,10 @@
 * No code outside a backend tests a store's concrete type or type name.
 * No import cycle between modules (imports under ``if TYPE_CHECKING:`` do not run
   and do not count; imports inside functions do).
+* Installed names: ``retention/`` and ``cli/`` ship as ``sqlstore.retention`` and
+  ``sqlstore.cli``, so they import their own modules relatively, ``cli`` reaches
+  retention only as ``sqlstore.retention`` (its top level: in a checkout that is an
+  alias without submodules), and only the aliases import the top-level names.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ ALLOWED = {("sqlstore.redis", "sqlstore.migrate.copy")}
 # `python -m sqlstore` is a program, not part of the library: nothing imports it.
 ENTRY_POINTS = {"sqlstore.__main__"}
 
+# The checkout's stand-ins for the installed names (replaced in the wheel).
+ALIASES = {"sqlstore.retention": "retention", "sqlstore.cli": "cli"}
+
 
 @dataclass(frozen=True, slots=True)
 class Import:
@@ -41,6 +48,7 @@ class Import:
     target: str
     line: int
     type_checking_only: bool
+    relative: bool = False
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -88,6 +96,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> list[Import]:
     found: list[Import] = []
     for node, guarded in _walk(tree, False):
         targets: list[str] = []
+        relative = isinstance(node, ast.ImportFrom) and node.level > 0
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -100,7 +109,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> list[Import]:
                 targets.append(full if full in known else base)
         for target in targets:
             if target.split(".")[0] in PACKAGES and target != name:
-                found.append(Import(name, target, getattr(node, "lineno", 0), guarded))
+                found.append(Import(name, target, getattr(node, "lineno", 0), guarded, relative))
     return found
 
 
@@ -108,6 +117,11 @@ def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Impor
     """Return every in-tree import of the packages below ``root``."""
     known = modules(root, packages)
     return [imp for name, path in known.items() for imp in imports_of(name, path, known)]
+
+
+def top_name(module: str) -> str:
+    """``retention`` or ``cli`` for a module under ``sqlstore.retention`` or ``sqlstore.cli``."""
+    return module.split(".")[1]
 
 
 def within(module: str, package: str) -> bool:
@@ -163,6 +177,26 @@ def violations(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
         where = f"{imp.source}:{imp.line} imports {imp.target}"
         if (imp.source, imp.target) in ALLOWED or imp.source in ENTRY_POINTS:
             continue
+        if imp.source in ALIASES:
+            if imp.target != ALIASES[imp.source]:
+                problems.append(f"{where} (an alias imports only the package it stands for)")
+            continue
+        top = imp.target.split(".")[0]
+        if top in ("retention", "cli") and imp.source.split(".")[0] in ("retention", "cli"):
+            if top == imp.source.split(".")[0] and not imp.relative:
+                problems.append(f"{where} (import your own package relatively: installed names)")
+            elif top != imp.source.split(".")[0]:
+                problems.append(f"{where} (reach it as sqlstore.{top}: installed names)")
+        if within(imp.target, "sqlstore.retention") or within(imp.target, "sqlstore.cli"):
+            if imp.target not in ALIASES:
+                problems.append(
+                    f"{where} (only the top of sqlstore.{top_name(imp.target)} exists "
+                    "in a checkout)"
+                )
+            if within(imp.source, "sqlstore"):
+                problems.append(f"{where} (sqlstore must not import retention or cli)")
+            if within(imp.target, "sqlstore.cli"):
+                problems.append(f"{where} (only the entry point imports the CLI)")
         if within(imp.source, "sqlstore") and imp.target.split(".")[0] in ("retention", "cli"):
             problems.append(f"{where} (sqlstore must not import retention or cli)")
         if within(imp.source, "retention") and within(imp.target, "cli"):
@@ -276,10 +310,28 @@ def _write(root: Path, files: dict[str, str]) -> None:
         ),
         (
             {
-                "sqlstore/x.py": "from sqlstore.sqlite import S\ndef f(s):\n"
-                "    return isinstance(s, S.SQLiteStore)\n"
+                "cli/x.py": "import sqlstore\ndef f(s):\n"
+                "    return isinstance(s, sqlstore.MemoryStore)\n"
             },
+            "cli.x:3 tests a store's concrete type",
+        ),
+        (
+            {"sqlstore/x.py": "from sqlstore.sqlite import SQLiteStore\n"},
             "sqlstore.x:1 imports sqlstore.sqlite (a domain module must not import a backend)",
+        ),
+        (
+            {"cli/x.py": "from retention.policy import parse_duration\n"},
+            "cli.x:1 imports retention.policy (reach it as sqlstore.retention: installed names)",
+        ),
+        (
+            {"retention/x.py": "from retention.sweep import sweep\n"},
+            "retention.x:1 imports retention.sweep "
+            "(import your own package relatively: installed names)",
+        ),
+        (
+            {"cli/x.py": "from sqlstore.retention.daemon import RoundResult\n"},
+            "cli.x:1 imports sqlstore.retention.daemon "
+            "(only the top of sqlstore.retention exists in a checkout)",
         ),
     ],
 )

@@ -330,10 +330,8 @@ def test_stores_without_a_file_are_not_paced() -> None:
     assert pauses == []
 
 
-def test_a_sweep_through_the_unsynced_handle_fsyncs_the_wal_before_it_returns(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Deletions committed without fsync are made durable (the WAL is fsynced) by the sweep."""
+def record_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the path of every ``os.fsync`` (the real one still runs)."""
     import os
 
     synced: list[str] = []
@@ -343,11 +341,31 @@ def test_a_sweep_through_the_unsynced_handle_fsyncs_the_wal_before_it_returns(
         synced.append(os.readlink(f"/proc/self/fd/{fd}"))
         real_fsync(fd)
 
-    stale(store, 3)
     monkeypatch.setattr(os, "fsync", recording_fsync)
+    return synced
+
+
+def test_a_sweep_through_the_unsynced_handle_fsyncs_the_wal_before_it_returns(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deletions committed without fsync are made durable (the WAL is fsynced) by the sweep."""
+    stale(store, 3)
+    synced = record_fsyncs(monkeypatch)
     report = sweep(store, plan(store, CHILD_AGE, now=T0), pacing=Pacing(checkpoint_every=0))
     assert report.deleted == 3 and report.errors == ()
     assert store.path + "-wal" in synced
+
+
+def test_a_sweep_of_a_normal_store_fsyncs_the_wal_before_it_returns(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``durability="normal"`` store deletes through itself; its deletions are fsynced too."""
+    with SQLiteStore(path, durability="normal") as store:
+        stale(store, 3)
+        synced = record_fsyncs(monkeypatch)
+        report = sweep(store, plan(store, CHILD_AGE, now=T0), pacing=Pacing(checkpoint_every=0))
+        assert report.deleted == 3 and report.errors == ()
+        assert store.path + "-wal" in synced
 
 
 def test_the_unsynced_handle_keeps_the_callers_busy_timeout(path: Path) -> None:
