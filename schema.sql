@@ -1,4 +1,4 @@
--- sqlstore schema, version 2. The single source of truth for tables and indexes.
+-- sqlstore schema, version 3. The single source of truth for tables and indexes.
 -- Applied by sqlstore.sqlite.schema inside one BEGIN IMMEDIATE transaction, after the
 -- file-level pragmas (journal_mode=WAL, auto_vacuum=INCREMENTAL) are set, and stamped
 -- with PRAGMA application_id / user_version. Times are integer nanoseconds since the
@@ -128,3 +128,20 @@ CREATE TABLE retention_runs (
     dry_run       INTEGER NOT NULL DEFAULT 0,
     detail        TEXT NOT NULL DEFAULT ''
 );
+
+-- Viewer (issue 19, schema version 3): `sqlstore ui` counts sessions by state and kind
+-- and filters by state through this index instead of scanning every inventory row, and
+-- finds the children of a session by their parent id. Event appends and audit records
+-- only move modified_at_ns and version, so neither index is rewritten by them.
+CREATE INDEX sessions_by_state_kind ON sessions (state, kind);
+CREATE INDEX sessions_by_parent ON sessions (json_extract(relationship, '$.parent_session_id'))
+    WHERE kind IN ('subagent', 'parallel_branch', 'team_member');
+-- Scoped state (schema 3, #18: the ADK integration's app: and user: state): JSON values
+-- by key per scope, shared beyond sessions, so deleting or pruning a session keeps them.
+CREATE TABLE scoped_state (
+    scope          TEXT NOT NULL,
+    key            TEXT NOT NULL,
+    value          TEXT NOT NULL,
+    modified_at_ns INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+) WITHOUT ROWID;

@@ -32,6 +32,9 @@ SCRIPTS = [
     "peers",
     "redis_store",
     "aio_append",
+    "ui_pages",
+    "openai_agents_session",
+    "adk_session_service",
 ]
 TIMEOUT_S = 120
 

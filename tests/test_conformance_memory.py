@@ -17,6 +17,7 @@ from sqlstore.conformance import (
     LeaseSuite,
     PagerSuite,
     PrunableSuite,
+    ScopesSuite,
     StoreSuite,
     SweepHistorySuite,
     TailSuite,
@@ -98,3 +99,7 @@ class TestMemoryVersion(MemoryFactories, VersionSuite):
 
 class TestMemoryApply(MemoryFactories, ApplySuite):
     """ApplySuite on MemoryStore."""
+
+
+class TestMemoryScopes(MemoryFactories, ScopesSuite):
+    """ScopesSuite on MemoryStore."""

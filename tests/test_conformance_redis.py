@@ -20,6 +20,7 @@ from sqlstore.conformance import (
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
+    ScopesSuite,
     StoreSuite,
     SweepHistorySuite,
     TailSuite,
@@ -110,3 +111,7 @@ class TestRedisVersion(RedisFactories, VersionSuite):
 
 class TestRedisApply(RedisFactories, ApplySuite):
     """ApplySuite on RedisStore."""
+
+
+class TestRedisScopes(RedisFactories, ScopesSuite):
+    """ScopesSuite on RedisStore."""

@@ -18,6 +18,7 @@ from sqlstore.conformance import (
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
+    ScopesSuite,
     StoreSuite,
     SweepHistorySuite,
     TailSuite,
@@ -101,3 +102,7 @@ class TestSQLiteVersion(SQLiteFactories, VersionSuite):
 
 class TestSQLiteApply(SQLiteFactories, ApplySuite):
     """ApplySuite on SQLiteStore."""
+
+
+class TestSQLiteScopes(SQLiteFactories, ScopesSuite):
+    """ScopesSuite on SQLiteStore."""
