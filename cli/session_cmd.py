@@ -8,7 +8,6 @@ result. All but ``rm`` only read and never create a database file.
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -183,12 +182,12 @@ def show(cli: CliContext, session_id: str) -> None:
     if rebuilt is not None:
         session.messages = rebuilt
     if cli.json:
-        click.echo(json.dumps(snapshot.to_json(session), ensure_ascii=False, indent=2))
+        click.echo(render.json_text(snapshot.to_json(session), indent=2))
         return
     for line in render.session_summary(session, meta):
-        click.echo(line)
+        render.echo(line)
     for line in render.conversation(session.messages):
-        click.echo(line)
+        render.echo(line)
 
 
 @contextlib.contextmanager
@@ -318,7 +317,8 @@ def rm(cli: CliContext, session_ids: tuple[str, ...], yes: bool) -> None:
                     "refusing to delete without confirmation: standard input is not a terminal",
                     hint="Pass --yes to delete without asking.",
                 )
-            click.confirm(f"Delete {len(ids)} session(s): {', '.join(ids)}?", abort=True)
+            shown = ", ".join(render.visible(sid) for sid in ids)
+            click.confirm(f"Delete {len(ids)} session(s): {shown}?", abort=True)
         for session_id in ids:
             store.sessions.delete(session_id)
-    cli.emit({"deleted": ids}, [f"Deleted {session_id}" for session_id in ids])
+    cli.emit({"deleted": ids}, [f"Deleted {render.visible(sid)}" for sid in ids])
