@@ -238,7 +238,7 @@ def tools_page(viewer: Viewer, request: Request) -> HTMLResponse:
     errors_first = q.get("errors") == "first"
     summaries: list[browse_records.ToolSummary] = []
     if sid:
-        records = viewer.store.audit.list(sid)
+        records = browse_records.session_calls(viewer.store.db, sid, limit=AUDIT_ROWS_SHOWN)
         if not records and browse.session_meta(viewer.store.db, sid) is None:
             raise SessionNotFound(sid)
     elif tool:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import http.client
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+from sqlstore import Event, Session, SQLiteStore, ToolCallRecord
 from sqlstore.ui.app import create_app
 from sqlstore.ui.security import GuardConfig
 from tests.ui import demo_store
@@ -86,3 +88,48 @@ def test_token_redirect_stays_on_this_origin(demo_db: Path) -> None:
             assert "\\" not in location and location.endswith("?a=1"), location
     finally:
         served.stop()
+
+
+def test_timeline_page_of_huge_records_stays_small(tmp_path: Path) -> None:
+    """Ten 1 MiB records make a timeline page (and live frames) of bounded size, marked as cut."""
+    path = tmp_path / "huge.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("huge"))
+        big = "x" * (1024 * 1024)
+        store.events.append_events("huge", [Event(type="tool.output", text=big) for _ in range(10)])
+    with client_for(path) as c:
+        response = c.get("/timeline?id=huge")
+    assert response.status_code == 200
+    assert len(response.content) < 2 * 1024 * 1024, len(response.content)
+    assert "more characters" in response.text
+
+
+def test_tools_page_of_a_long_audit_trail_reads_only_what_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session with 3,000 tool calls: its tools page decodes about 500 rows, not all of them."""
+    from sqlstore.sqlite import rows
+
+    path = tmp_path / "audit.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("busy"))
+        calls = [
+            ToolCallRecord(session_id="busy", call_id=f"c{n}", tool="t", args="{}", result=f"r{n}")
+            for n in range(3_000)
+        ]
+        store.apply("busy", audit=calls)
+    decoded = 0
+    real = rows.audit_from_row
+
+    def counting(row: Any) -> ToolCallRecord:
+        nonlocal decoded
+        decoded += 1
+        return real(row)
+
+    monkeypatch.setattr(rows, "audit_from_row", counting)
+    with client_for(path) as c:
+        page = c.get("/tools?id=busy")
+    assert page.status_code == 200
+    assert "r2999" in page.text and ">r2499<" not in page.text  # the newest 500 are shown
+    assert "Showing the newest 500 calls." in page.text
+    assert decoded <= 501, decoded
