@@ -78,3 +78,14 @@ def test_audit_record_refuses_a_malformed_row(store: Store, fields: dict[str, An
     with pytest.raises((TypeError, ValueError)):
         store.audit.record(ToolCallRecord("bad-record", **fields))
     assert store.audit.list("bad-record") == []
+
+
+@pytest.mark.parametrize("limit", [2**63, 2**64, 10**30])
+def test_tail_limit_above_64_bits_reads_the_whole_short_log(store: Store, limit: int) -> None:
+    """A limit beyond 64 bits reads every record (as memory does), not a driver error."""
+    cursors = store.events.append_events("huge-limit", [Event("e", seq=i) for i in range(4)])
+    store.events.append_gap("huge-limit", "lost")
+    tail = store.events.read_tail("huge-limit", limit)
+    assert [r.cursor for r in tail[:4]] == cursors and tail[4].kind == "gap"
+    before = store.events.read_before("huge-limit", cursors[-1], limit=limit)
+    assert [r.cursor for r in before] == cursors[:3]
