@@ -4,6 +4,7 @@ and the token redirect must never leave the viewer's origin."""
 from __future__ import annotations
 
 import http.client
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from sqlstore import Event, Session, SQLiteStore, ToolCallRecord
+from sqlstore import Event, Message, Session, SQLiteStore, ToolCall, ToolCallRecord, ToolResult
 from sqlstore.ui.app import create_app
 from sqlstore.ui.security import GuardConfig
 from tests.ui import demo_store
@@ -188,3 +189,36 @@ def test_host_and_token_checks_on_a_real_server(demo_db: Path) -> None:
         status, err = served.stop()
     assert status == 0
     assert TOKEN not in err  # the token is never logged
+
+
+def test_session_and_tools_pages_of_huge_texts_stay_small(tmp_path: Path) -> None:
+    """Messages, tool results and audit rows of 1 MiB each make pages of bounded size."""
+    path = tmp_path / "texts.db"
+    big = "y" * (1024 * 1024)
+    session = Session.new("texts")
+    session.record_user_prompt(big)
+    session.begin_turn()
+    session.record_assistant(
+        Message(
+            role="assistant",
+            text=big,
+            reasoning=big,
+            tool_calls=[ToolCall(id="c1", name="t", args=json.dumps({"a": big}))],
+        )
+    )
+    session.record_tool_results([ToolResult(call_id="c1", content=big)])
+    with SQLiteStore(path) as store:
+        store.sessions.save(session)
+        store.apply(
+            "texts",
+            audit=[
+                ToolCallRecord(session_id="texts", call_id=f"c{n}", tool="t", args=big, result=big)
+                for n in range(3)
+            ],
+        )
+    with client_for(path) as c:
+        for page in ("/session?id=texts", "/tools?id=texts", "/tools?tool=t"):
+            response = c.get(page)
+            assert response.status_code == 200, page
+            assert len(response.content) < 2 * 1024 * 1024, (page, len(response.content))
+            assert "more characters" in response.text, page
