@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -37,6 +38,7 @@ class AsyncStore:
         self.sync = sync
         self._owns_store = owns_store
         self._runner = Runner(max_workers)
+        self._closing: asyncio.Future[None] | None = None
         self.sessions = AsyncSessions(sync.sessions, self._runner)
         self.events = AsyncEvents(sync.events, self._runner)
         self.audit = AsyncAudit(sync.audit, self._runner)
@@ -73,10 +75,17 @@ class AsyncStore:
         )
 
     async def aclose(self) -> None:
-        """End streams, wait for running writes, stop the pool, close an owned store; idempotent."""
-        if self._runner.closed:
-            return
-        self._runner.closed = True
+        """End streams, wait for running writes, stop the pool, close an owned store; idempotent.
+
+        Closing runs as a task of its own: cancelling a caller of ``aclose`` does
+        not stop it half-way, and every later ``aclose`` waits for that same task.
+        """
+        if self._closing is None:
+            self._runner.closed = True
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         await self._runner.close_streams()
         await self._runner.drain()
         try:
