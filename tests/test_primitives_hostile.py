@@ -89,3 +89,14 @@ def test_tail_limit_above_64_bits_reads_the_whole_short_log(store: Store, limit:
     assert [r.cursor for r in tail[:4]] == cursors and tail[4].kind == "gap"
     before = store.events.read_before("huge-limit", cursors[-1], limit=limit)
     assert [r.cursor for r in before] == cursors[:3]
+
+
+def test_unconditional_apply_of_scoped_state_only(store: Store) -> None:
+    """``apply`` with scope deltas alone merges them and leaves the session's version as it was."""
+    version = store.sessions.save(Session.new("scoped-only"))
+    applied = store.apply("scoped-only", scopes={"app:demo": {"theme": "dark"}})
+    assert applied.version == version and applied.cursors == []
+    assert store.scopes.get("app:demo") == {"theme": "dark"}
+    fresh = store.apply("no-session", scopes={"app:demo": {"lang": "en"}})
+    assert fresh.version == 0
+    assert store.scopes.get("app:demo") == {"theme": "dark", "lang": "en"}
