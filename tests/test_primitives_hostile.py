@@ -100,3 +100,12 @@ def test_unconditional_apply_of_scoped_state_only(store: Store) -> None:
     fresh = store.apply("no-session", scopes={"app:demo": {"lang": "en"}})
     assert fresh.version == 0
     assert store.scopes.get("app:demo") == {"theme": "dark", "lang": "en"}
+
+
+@pytest.mark.parametrize("limit", [True, 2.5, "3", None])
+def test_read_after_refuses_a_limit_that_is_not_an_int(store: Store, limit: Any) -> None:
+    """``read_after`` refuses a non-int limit with one TypeError everywhere, as read_tail does."""
+    store.events.append_events("bad-limit", [Event("e"), Event("f")])
+    with pytest.raises(TypeError, match="limit must be an int"):
+        store.events.read_after("bad-limit", limit=limit)
+    assert len(list(store.events.read_after("bad-limit", limit=1))) == 1
