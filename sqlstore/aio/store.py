@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -112,7 +113,9 @@ class AsyncStore:
 class _Opening:
     """What :func:`open` returns: ``async with`` it, or ``await`` it for the store."""
 
-    def __init__(self, target: str, options: dict[str, Any], max_workers: int) -> None:
+    def __init__(
+        self, target: str | os.PathLike[str], options: dict[str, Any], max_workers: int
+    ) -> None:
         self._target = target
         self._options = options
         self._max_workers = max_workers
@@ -144,7 +147,9 @@ class _Opening:
             await self._store.aclose()
 
 
-def open(target: str, *, max_workers: int = AIO_MAX_WORKERS, **options: Any) -> _Opening:
+def open(
+    target: str | os.PathLike[str], *, max_workers: int = AIO_MAX_WORKERS, **options: Any
+) -> _Opening:
     """Open a store by target, as :func:`sqlstore.open` does, for use from asyncio.
 
     ``async with sqlstore.aio.open("app.db") as store:`` (closed on exit), or
@@ -153,6 +158,7 @@ def open(target: str, *, max_workers: int = AIO_MAX_WORKERS, **options: Any) -> 
     store is opened in a worker thread, never on the event loop.
 
     Raises:
+        TypeError: ``target`` is neither a str nor a path object (as ``sqlstore.open``).
         ValueError: unsupported target (as ``sqlstore.open``), or ``max_workers`` < 1.
         StoreError: the store cannot be opened (as ``sqlstore.open``).
     """
