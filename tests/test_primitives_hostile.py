@@ -15,14 +15,18 @@ import pytest
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 import sqlstore
-from sqlstore import Event, Session, ToolCallRecord
+from sqlstore import Event, MemoryStore, Session, SQLiteStore, ToolCallRecord
 from sqlstore.ports import Store
+from sqlstore.redis import RedisStore
 
 BACKENDS = ["memory", "sqlite", "redis"]
 
+AnyStore = MemoryStore | SQLiteStore | RedisStore
+"""What ``sqlstore.open`` returns (every backend also has ``scopes``)."""
+
 
 @pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AnyStore]:
     """One store per backend: memory, a SQLite file, a private prefix on a redis-server."""
     if request.param == "memory":
         target = "memory:"
@@ -91,7 +95,7 @@ def test_tail_limit_above_64_bits_reads_the_whole_short_log(store: Store, limit:
     assert [r.cursor for r in before] == cursors[:3]
 
 
-def test_unconditional_apply_of_scoped_state_only(store: Store) -> None:
+def test_unconditional_apply_of_scoped_state_only(store: AnyStore) -> None:
     """``apply`` with scope deltas alone merges them and leaves the session's version as it was."""
     version = store.sessions.save(Session.new("scoped-only"))
     applied = store.apply("scoped-only", scopes={"app:demo": {"theme": "dark"}})
