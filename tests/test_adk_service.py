@@ -265,6 +265,11 @@ def test_bad_state_stores_nothing(tmp_path: Path) -> None:
     asyncio.run(service.append_event(got, text_event("user", "fine", 501.0)))  # not stale
     with pytest.raises(InvalidState):
         asyncio.run(service.create_session(app_name=APP, user_id=USER, state={"k": float("inf")}))
+    odd = text_event("calc", "y", 502.0, custom_metadata={"handle": object()})
+    with pytest.raises(InvalidState, match="not JSON"):
+        asyncio.run(service.append_event(got, odd))
+    final = asyncio.run(service.get_session(app_name=APP, user_id=USER, session_id="bad"))
+    assert final is not None and [e.author for e in final.events] == ["user"]
     asyncio.run(service.close())
 
 

@@ -98,11 +98,22 @@ def tool_calls(db: Database, tool: str, *, limit: int) -> list[ToolCallRecord]:
 
     One more than ``limit`` tells the caller that older calls were left out.
     """
+    return _newest_calls(db, "tool", tool, limit)
+
+
+def session_calls(db: Database, session_id: str, *, limit: int) -> list[ToolCallRecord]:
+    """Return the newest ``limit`` + 1 calls of one session, in record order (index seek)."""
+    return _newest_calls(db, "session_id", session_id, limit)
+
+
+def _newest_calls(db: Database, column: str, value: str, limit: int) -> list[ToolCallRecord]:
+    assert column in ("tool", "session_id")  # both have a (column, seq) index
 
     def read(conn: apsw.Connection) -> list[ToolCallRecord]:
         found = conn.execute(
-            f"SELECT {rows.AUDIT_COLUMNS} FROM tool_calls WHERE tool = ? ORDER BY seq DESC LIMIT ?",
-            (tool, limit + 1),
+            f"SELECT {rows.AUDIT_COLUMNS} FROM tool_calls WHERE {column} = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (value, limit + 1),
         ).fetchall()
         return [rows.audit_from_row(r) for r in reversed(found)]
 

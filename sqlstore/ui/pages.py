@@ -49,7 +49,8 @@ def parse_day_or_time(text: str, *, end_of_day: bool) -> datetime | None:
     """Parse ``YYYY-MM-DD`` (UTC day) or an RFC 3339 time; ``""`` is None.
 
     Raises:
-        BadRequest: neither form.
+        BadRequest: neither form, or a time outside what sqlstore stores
+            (nanoseconds in a signed 64-bit integer: 1677-09-21 to 2262-04-11 UTC).
     """
     text = text.strip()
     if not text:
@@ -58,10 +59,19 @@ def parse_day_or_time(text: str, *, end_of_day: bool) -> datetime | None:
         if len(text) == 10:
             day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).date()
             moment = datetime.combine(day, time(0), tzinfo=UTC)
-            return moment + timedelta(days=1) if end_of_day else moment
-        return clock.parse_rfc3339(text)
+            moment = moment + timedelta(days=1) if end_of_day else moment
+        else:
+            moment = clock.parse_rfc3339(text)
+        in_range = -(2**63) <= clock.to_ns(moment) < 2**63
+    except OverflowError:
+        in_range = False
     except ValueError:
         raise BadRequest(f"not a date (YYYY-MM-DD) or RFC 3339 time: {text!r}") from None
+    if not in_range:
+        raise BadRequest(
+            f"{text!r} is outside the times sqlstore stores (1677-09-21 to 2262-04-11)"
+        )
+    return moment
 
 
 def session_filter(request: Request) -> browse.SessionFilter:
@@ -138,7 +148,8 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
     start_text = request.query_params.get("from", "")
     start = max(0, total - MESSAGES_PER_PAGE)
     if start_text:
-        if not start_text.isdigit():
+        # isdigit() also accepts "²", which int() refuses; and int() refuses > 4,300 digits.
+        if not (start_text.isascii() and start_text.isdigit() and len(start_text) <= 18):
             raise BadRequest("from= takes a message number")
         start = min(int(start_text), max(0, total - 1))
     shown = list(enumerate(session.messages[start : start + MESSAGES_PER_PAGE], start=start))
@@ -227,7 +238,7 @@ def tools_page(viewer: Viewer, request: Request) -> HTMLResponse:
     errors_first = q.get("errors") == "first"
     summaries: list[browse_records.ToolSummary] = []
     if sid:
-        records = viewer.store.audit.list(sid)
+        records = browse_records.session_calls(viewer.store.db, sid, limit=AUDIT_ROWS_SHOWN)
         if not records and browse.session_meta(viewer.store.db, sid) is None:
             raise SessionNotFound(sid)
     elif tool:

@@ -22,6 +22,9 @@ SUMMARY_MAX_CHARS = 160
 IMAGE_INLINE_MAX_BYTES = 4 * 1024 * 1024
 """Largest image part shown inline (as a ``data:`` URL); larger ones are described."""
 
+BODY_MAX_CHARS = 64 * 1024
+"""Longest record body a timeline row shows: 100 rows of megabyte records stay one page."""
+
 INLINE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """Raster types shown inline. SVG is never inlined (it is a document, not a picture)."""
 
@@ -158,6 +161,14 @@ def record_row(
         "at": iso(at),
         "at_text": utc_text(at),
         "summary": record_summary(is_gap, body),
-        "body": body if isinstance(body, str) else json_text(body),
+        "body": clip(body if isinstance(body, str) else json_text(body)),
         "cursor": cursor,
     }
+
+
+def clip(text: str, max_chars: int = BODY_MAX_CHARS) -> str:
+    """Return ``text`` cut to ``max_chars``, saying how much was left out."""
+    if len(text) <= max_chars:
+        return text
+    rest = len(text) - max_chars
+    return f"{text[:max_chars]}\n… ({rest} more characters; `sqlstore events` shows them all)"

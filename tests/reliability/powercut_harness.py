@@ -148,6 +148,35 @@ def _scratch(tmp: Path) -> Path:
     return tmp / "images"
 
 
+def _check_images(
+    recording: dict[str, Any], points: list[int], seed: int, draws: int, checker: _Checker
+) -> dict[str, list[tuple[int, str]]]:
+    """Materialise every cut point in every mode; hand each distinct image to ``checker``.
+
+    Returns, per image digest, the (cut point, mode) pairs that gave it.
+    """
+    replay = Replay(recording)
+    seen: dict[str, list[tuple[int, str]]] = {}
+    known: dict[tuple[Any, ...], str] = {}
+    for cut in points:
+        replay.advance(cut)
+        for mode in MODES:
+            cheap = replay.key(mode)
+            if cheap is not None and cheap in known:
+                seen[known[cheap]].append((cut, mode))
+                continue
+            for draw in range(1 if cheap is not None else draws):
+                image = replay.image(mode, random.Random(f"{seed}/{cut}/{mode}/{draw}"))
+                key = digest(image)
+                if cheap is not None:
+                    known[cheap] = key
+                if key not in seen:
+                    seen[key] = []
+                    checker.add(key, image)
+                seen[key].append((cut, mode))
+    return seen
+
+
 def run(
     scenario: str,
     tmp: Path,
@@ -167,28 +196,13 @@ def run(
     trace = recording["trace"]
     timeline = Timeline.of(trace)
     points = sorted(set(cut_points(trace, cuts, seed)) | {0})
-    replay = Replay(recording)
     scratch = _scratch(tmp)
-    checker = _Checker(scratch, {"source": args[0]} if resume else None)
-    seen: dict[str, list[tuple[int, str]]] = {}
-    known: dict[tuple[Any, ...], str] = {}
-    for cut in points:
-        replay.advance(cut)
-        for mode in MODES:
-            cheap = replay.key(mode)
-            if cheap is not None and cheap in known:
-                seen[known[cheap]].append((cut, mode))
-                continue
-            for draw in range(1 if cheap is not None else draws):
-                image = replay.image(mode, random.Random(f"{seed}/{cut}/{mode}/{draw}"))
-                key = digest(image)
-                if cheap is not None:
-                    known[cheap] = key
-                if key not in seen:
-                    seen[key] = []
-                    checker.add(key, image)
-                seen[key].append((cut, mode))
-    results = checker.finish()
+    try:
+        checker = _Checker(scratch, {"source": args[0]} if resume else None)
+        seen = _check_images(recording, points, seed, draws, checker)
+        results = checker.finish()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     images = sum(len(where) for where in seen.values())
     base_key = next(key for key, where in seen.items() if (0, "synced/kept") in where)
     base = results[base_key]
@@ -199,7 +213,6 @@ def run(
             for what in basic(result) + rule(timeline, cut, result, base):
                 outcome.violations.append((cut, mode, what))
     outcome.violations.sort()
-    shutil.rmtree(scratch, ignore_errors=True)
     if os.environ.get("POWERCUT_LOG"):
         with open(os.environ["POWERCUT_LOG"], "a", encoding="utf-8") as log:
             log.write(outcome.summary() + "\n")
