@@ -42,15 +42,18 @@ def visible(text: str) -> str:
     )
 
 
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029]")
+# DEL, C1 controls, line/paragraph separators, and the bidi controls that reorder what a
+# terminal shows (U+061C, U+200E/F, U+202A-E, U+2066-9): `visible` escapes them in tables too.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def json_text(doc: object, *, indent: int | None = None) -> str:
     """Encode ``doc`` as JSON that is safe on a terminal.
 
-    ``json.dumps(ensure_ascii=False)`` escapes C0 controls but leaves DEL and the
-    C1 controls (``\\x9b`` is CSI on many terminals) raw; they are escaped as
-    ``\\u00NN`` here, which is the same JSON value.
+    ``json.dumps(ensure_ascii=False)`` escapes C0 controls but leaves DEL, the C1
+    controls (``\\x9b`` is CSI on many terminals) and the bidi controls (they reorder
+    what the terminal shows) raw; they are escaped as ``\\uNNNN`` here, which is the
+    same JSON value.
     """
     separators = None if indent else (",", ":")
     text = json.dumps(doc, ensure_ascii=False, indent=indent, separators=separators)
