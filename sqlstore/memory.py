@@ -30,6 +30,7 @@ from sqlstore.errors import (
 from sqlstore.events import Event, LogRecord, check_record_size, encode_event
 from sqlstore.fold import load_or_fold
 from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
+from sqlstore.memory_checkpoints import CheckpointTables, MemoryCheckpoints
 from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.ports import Closeable, owner_matches
@@ -82,6 +83,12 @@ class _State:
         self.audit_order = itertools.count(1)
         self.leases: dict[str, tuple[str, int, int]] = {}
         self.lease_tokens: dict[str, int] = {}
+        self.checkpoint_tables = CheckpointTables()
+
+    def create_session(self, session: Session, blob: bytes, now_ns: int) -> None:
+        """Store a new session's snapshot (caller holds the lock and checked it is absent)."""
+        self.sessions[session.id] = _Stored(blob, meta_for(session, blob, now_ns, 1))
+        self.inventory_generation += 1
 
     def check_open(self) -> None:
         if self.closed:
@@ -232,6 +239,7 @@ class MemorySessions:
     def _drop(self, session_id: str) -> None:
         existed = self._s.sessions.pop(session_id, None) is not None
         self._s.audit.pop(session_id, None)
+        self._s.checkpoint_tables.drop(session_id)
         if self._s.logs.pop(session_id, None) is not None:
             self._s.notify()
         if existed:
@@ -490,6 +498,7 @@ class MemoryStore(Closeable):
         self.sessions = MemorySessions(self._state, self.events)
         self.audit = MemoryAudit(self._state)
         self.leases = MemoryLeases(self._state)
+        self.checkpoints = MemoryCheckpoints(self._state, self._state.create_session)
 
     def close(self) -> None:
         """Mark the store closed and wake followers; idempotent."""

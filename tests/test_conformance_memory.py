@@ -6,6 +6,7 @@ from pathlib import Path
 
 from sqlstore import MemoryStore
 from sqlstore.conformance import (
+    CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -58,3 +59,7 @@ class TestMemoryEventLog(MemoryFactories, EventLogSuite):
 
 class TestMemoryCursor(MemoryFactories, CursorSuite):
     """CursorSuite on MemoryStore (the two handles are one object)."""
+
+
+class TestMemoryCheckpoints(MemoryFactories, CheckpointSuite):
+    """CheckpointSuite on MemoryStore."""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from sqlstore import SQLiteStore
 from sqlstore.conformance import (
+    CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -61,3 +62,7 @@ class TestSQLiteEventLog(SQLiteFactories, EventLogSuite):
 
 class TestSQLiteCursor(SQLiteFactories, CursorSuite):
     """CursorSuite on SQLiteStore, including a second handle and a second OS process."""
+
+
+class TestSQLiteCheckpoints(SQLiteFactories, CheckpointSuite):
+    """CheckpointSuite on SQLiteStore."""

@@ -12,6 +12,7 @@ These modules import ``pytest`` and ``freezegun`` (test dependencies, the
 from __future__ import annotations
 
 from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget, SuiteBase
+from sqlstore.conformance.checkpoints import CheckpointSuite
 from sqlstore.conformance.creator import CreatorSuite
 from sqlstore.conformance.cursor import CursorSuite
 from sqlstore.conformance.eventlog import EventLogSuite
@@ -20,6 +21,7 @@ from sqlstore.conformance.store import StoreSuite
 
 __all__ = [
     "FOLLOW_TIMEOUT_S",
+    "CheckpointSuite",
     "ConditionalPruneSuite",
     "CreatorSuite",
     "CursorSuite",

@@ -32,7 +32,7 @@ from sqlstore.sqlite.translate import translated
 Durability = Literal["full", "normal"]
 
 APPLICATION_ID = 0x53514C53  # "SQLS"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 PAGE_SIZE = 2048
 """Page size of new files; existing files keep theirs (changing it needs a VACUUM).
@@ -287,6 +287,22 @@ _UPGRADES: dict[int, str] = {
     1: "DROP INDEX sessions_by_owner; "
     "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id) "
     "WHERE owner_key IS NOT NULL;",
+    # 2 → 3: every second-stage addition, one block per feature (see schema.sql).
+    2: (
+        # LangGraph checkpointer (issue 17): checkpoints, channel blobs, pending writes.
+        "CREATE TABLE checkpoints (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "checkpoint_id TEXT NOT NULL, parent_id TEXT, run_id TEXT, type TEXT NOT NULL, "
+        "body BLOB NOT NULL, metadata BLOB NOT NULL, versions TEXT NOT NULL, "
+        "PRIMARY KEY (session_id, ns, checkpoint_id)) WITHOUT ROWID; "
+        "CREATE TABLE checkpoint_blobs (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, "
+        "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, channel, version)) WITHOUT ROWID; "
+        "CREATE TABLE checkpoint_writes (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, "
+        "channel TEXT NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL, "
+        "task_path TEXT NOT NULL, "
+        "PRIMARY KEY (session_id, ns, checkpoint_id, task_id, idx)) WITHOUT ROWID;"
+    ),
 }
 """Version ladder: ``_UPGRADES[n]`` is the SQL that takes schema n to n + 1."""
 

@@ -6,6 +6,7 @@ import os
 
 from sqlstore.ports import Closeable
 from sqlstore.sqlite.audit import SQLiteAudit, SQLiteLeases
+from sqlstore.sqlite.checkpoints import SQLiteCheckpoints
 from sqlstore.sqlite.connection import BUSY_TIMEOUT_MS, Durability
 from sqlstore.sqlite.database import Database
 from sqlstore.sqlite.events import SQLiteEvents
@@ -60,6 +61,7 @@ class SQLiteStore(Closeable):
         self.sessions = SQLiteSessions(self.db, self.events)
         self.audit = SQLiteAudit(self.db)
         self.leases = SQLiteLeases(self.db)
+        self.checkpoints = SQLiteCheckpoints(self.db)
 
     def close(self) -> None:
         """Close every connection; idempotent."""
