@@ -29,6 +29,18 @@ from typing import Any, Literal
 from sqlstore.errors import StoreError
 from sqlstore.model import validate_session_id
 
+JSON_TYPE = "sqlstore-json/1"
+"""Type name of values encoded by sqlstore's JSON serializer (LangGraph integration).
+
+The bytes are UTF-8 JSON. Values JSON has no form for are objects whose
+``TAG_KEY`` member names the type (``"message"``, ``"send"``, ``"tuple"``, ...);
+docs/formats.md lists them. Tools that only display data (``sqlstore show``)
+read it without the framework installed.
+"""
+
+TAG_KEY = "__sqlstore__"
+"""The member that marks a tagged value in ``JSON_TYPE`` data."""
+
 EMPTY_BLOB_TYPE = "empty"
 """Blob type of a channel that has a version but no value (it is left out on read)."""
 

@@ -1,0 +1,50 @@
+"""LangGraph's own checkpointer conformance suite against SqlstoreSaver on all three backends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
+
+pytest.importorskip("langgraph.checkpoint.conformance", reason="test extra: langgraph")
+
+from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa: E402
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # noqa: E402
+
+from sqlstore import MemoryStore, SQLiteStore  # noqa: E402
+from sqlstore.integrations.langgraph import SqlstoreSaver  # noqa: E402
+from sqlstore.ports import Store  # noqa: E402
+
+
+def run_conformance(name: str, make_store: Callable[[], Store]) -> None:
+    """Run every capability of the suite; assert all eight are detected and pass."""
+
+    @checkpointer_test(name=name)
+    async def factory() -> AsyncIterator[SqlstoreSaver]:
+        store = make_store()
+        saver = SqlstoreSaver(store)
+        try:
+            yield saver
+        finally:
+            saver.close()
+            store.close()
+
+    report = asyncio.run(validate(factory))
+    detected = {cap for cap, result in report.results.items() if result.detected}
+    assert detected == {cap.value for cap in ALL_CAPABILITIES}
+    failures = {cap: r.failures for cap, r in report.results.items() if not r.passed}
+    assert failures == {}
+    assert all(r.tests_passed > 0 for r in report.results.values())
+
+
+def test_conformance_sqlite(tmp_path: Path) -> None:
+    """Every capability of langgraph-checkpoint-conformance passes on a SQLite file."""
+    run_conformance("SqlstoreSaver[sqlite]", lambda: SQLiteStore(tmp_path / "lg.db"))
+
+
+def test_conformance_memory() -> None:
+    """Every capability of langgraph-checkpoint-conformance passes on MemoryStore."""
+    run_conformance("SqlstoreSaver[memory]", MemoryStore)
