@@ -17,7 +17,7 @@ from types import FrameType
 
 import click
 
-from cli import render
+from cli import checkpoint_render, render
 from cli.context import (
     DURATION,
     CliContext,
@@ -27,10 +27,11 @@ from cli.context import (
     stdin_is_terminal,
 )
 from sqlstore import clock, snapshot
+from sqlstore.checkpoints import CheckpointEntry, CheckpointQuery, ThreadSummary
 from sqlstore.errors import MetadataCursorRestart
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
-from sqlstore.ports import Store
+from sqlstore.ports import CheckpointStore, Store
 
 LS_PAGE_SIZE = 200
 """Rows fetched per ``sessions.page`` call while listing."""
@@ -177,13 +178,37 @@ def show(cli: CliContext, session_id: str) -> None:
     with cli.open_store(readonly=True) as store:
         session = store.sessions.load(session_id)
         meta = store.sessions.meta(session_id)
+        thread = latest_checkpoint(store, session_id)
     if cli.json:
-        click.echo(json.dumps(snapshot.to_json(session), ensure_ascii=False, indent=2))
+        doc = snapshot.to_json(session)
+        if thread is not None:
+            doc["checkpoint"] = checkpoint_render.checkpoint_doc(*thread)
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     for line in render.session_summary(session, meta):
         click.echo(line)
     for line in render.conversation(session.messages):
         click.echo(line)
+    if thread is not None:
+        for line in checkpoint_render.checkpoint_lines(*thread):
+            click.echo(line)
+        for line in checkpoint_render.thread_conversation(thread[1]):
+            click.echo(line)
+
+
+def latest_checkpoint(
+    store: Store, session_id: str
+) -> tuple[ThreadSummary, CheckpointEntry] | None:
+    """Return a graph thread's counts and newest root checkpoint, or None for other sessions."""
+    port: CheckpointStore | None = getattr(store, "checkpoints", None)
+    if port is None:
+        return None
+    summary = port.summary(session_id)
+    entry = port.get(session_id, "") if summary.checkpoints else None
+    if entry is None:
+        page = port.page(CheckpointQuery(thread_id=session_id), limit=1)
+        entry = page.entries[0] if page.entries else None
+    return None if entry is None else (summary, entry)
 
 
 @contextlib.contextmanager

@@ -6,17 +6,13 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import pytest
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
-pytest.importorskip("langgraph.checkpoint.conformance", reason="test extra: langgraph")
-
-from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa: E402
-from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # noqa: E402
-
-from sqlstore import MemoryStore, SQLiteStore  # noqa: E402
-from sqlstore.integrations.langgraph import SqlstoreSaver  # noqa: E402
-from sqlstore.ports import Store  # noqa: E402
+from sqlstore import MemoryStore, SQLiteStore
+from sqlstore.integrations.langgraph import SqlstoreSaver
+from sqlstore.ports import Store
 
 
 def run_conformance(name: str, make_store: Callable[[], Store]) -> None:
