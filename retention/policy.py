@@ -38,7 +38,7 @@ DEFAULT_SWEEP_EVERY = timedelta(hours=1)
 """How often the daemon sweeps when neither the file nor a flag says."""
 
 _DURATION_UNITS_S = {"w": 7 * 86_400, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
-_DURATION_PART = re.compile(r"(\d+)([wdhms])")
+_DURATION_PART = re.compile(r"([0-9]+)([wdhms])")  # ASCII digits only: int() reads "٣" too
 _DURATION_HINT = "Write durations as a number and a unit: 30d, 12h, 90m, 45s, 1w, or 1d12h."
 
 

@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
-    r"(Z|z|[+-]\d{2}:\d{2})$"
+    r"(Z|z|[+-]\d{2}:\d{2})$",
+    re.ASCII,  # \d is [0-9] only: int() would read other scripts' digits too
 )
 
 
@@ -25,6 +26,25 @@ def now() -> datetime:
 def now_ns() -> int:
     """Return the current time as integer nanoseconds since the Unix epoch."""
     return time.time_ns()
+
+
+MAX_LEASE_TTL = timedelta(days=36_525)
+"""Longest lease accepted (100 years): every backend stores expiry as 64-bit nanoseconds,
+which end in 2262, so a longer TTL would overflow on one backend and not another."""
+
+
+def ttl_ns(ttl: timedelta) -> int:
+    """Return a positive TTL of at most ``MAX_LEASE_TTL`` in nanoseconds.
+
+    Raises:
+        ValueError: ``ttl`` is not positive, or longer than ``MAX_LEASE_TTL``.
+    """
+    if ttl > MAX_LEASE_TTL:
+        raise ValueError(f"lease ttl {ttl} is too long; the limit is {MAX_LEASE_TTL.days} days")
+    ns = int(ttl.total_seconds() * 1_000_000_000)
+    if ns <= 0:
+        raise ValueError("lease ttl must be positive")
+    return ns
 
 
 def to_ns(moment: datetime) -> int:

@@ -89,6 +89,8 @@ def encode_event(event: Event) -> bytes:
         body = _ENCODE_JSON(event.to_json()).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise InvalidEvent(f"event {event.type!r} is not JSON-serialisable: {exc}") from None
+    except RecursionError:
+        raise InvalidEvent(f"event {event.type!r} nests too deeply to encode") from None
     return check_record_size(body, f"event {event.type!r}")
 
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlstore import clock
 from sqlstore.model import JSON, Kind, Principal, Relationship, State
+
+if TYPE_CHECKING:
+    from sqlstore.session import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +76,38 @@ class Lease:
     owner: str
     token: int
     expires_at: datetime
+
+
+def meta_for(session: Session, blob: bytes, modified_at_ns: int, version: int) -> SessionMeta:
+    """Return the inventory row describing ``session`` as stored in ``blob``."""
+    return SessionMeta(
+        id=session.id,
+        modified_at=clock.from_ns(modified_at_ns),
+        version=version,
+        state=session.state,
+        kind=session.kind,
+        relationship=session.relationship,
+        owner=session.owner,
+        created_at=session.created_at,
+        title=session.title,
+        model_id=session.model_id,
+        turns=session.counters.turns,
+        estimated_bytes=len(blob),
+    )
+
+
+def rows_match(current: SessionMeta, expected: SessionMeta) -> bool:
+    """True when the fields ``delete_if_unchanged`` compares are all equal.
+
+    Those are id, modified_at, version, state, kind, relationship and owner
+    (SPEC §3.1); every backend applies this one rule.
+    """
+    return (
+        current.id == expected.id
+        and current.modified_at == expected.modified_at
+        and current.version == expected.version
+        and current.state == expected.state
+        and current.kind == expected.kind
+        and current.relationship == expected.relationship
+        and current.owner == expected.owner
+    )

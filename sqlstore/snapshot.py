@@ -104,6 +104,8 @@ def encode(session: Session) -> bytes:
         return snapshot_writer.write(session, SNAPSHOT_VERSION)
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise SnapshotError(f"cannot encode session {session.id!r}: {exc}") from None
+    except RecursionError:
+        raise SnapshotError(f"cannot encode session {session.id!r}: it nests too deeply") from None
 
 
 def decode(data: bytes | bytearray | memoryview | str) -> Session:

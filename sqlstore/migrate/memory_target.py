@@ -14,7 +14,8 @@ from dataclasses import replace
 
 from sqlstore import clock
 from sqlstore.cursor import new_generation
-from sqlstore.memory import MemoryStore, _Log
+from sqlstore.memory.state import Log
+from sqlstore.memory.store import MemoryStore
 from sqlstore.migrate.items import SessionImport
 from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
 from sqlstore.migrate.target import BatchEntry, ItemRow
@@ -78,7 +79,7 @@ class MemoryImports:
         if old is not None and old.generation == generation:
             generation = new_generation()  # a replaced log never keeps its generation
         if payload.log:
-            state.logs[sid] = _Log(generation)
+            state.logs[sid] = Log(generation)
         for entry in payload.log:
             if entry.event is None:
                 store.events.append_gap(sid, entry.gap_reason)

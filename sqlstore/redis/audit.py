@@ -9,10 +9,10 @@ from datetime import datetime, timedelta
 
 from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
+from sqlstore.clock import ttl_ns
 from sqlstore.errors import LeaseHeld
 from sqlstore.inventory import Lease
 from sqlstore.jsonl import canonical_json
-from sqlstore.memory import ttl_ns
 from sqlstore.model import validate_session_id
 from sqlstore.redis import keys
 from sqlstore.redis.connection import Connection

@@ -23,6 +23,7 @@ from sqlstore.errors import (
     StoreClosed,
     StoreCorrupt,
     StoreFull,
+    StoreIOError,
     StoreReadOnly,
     StoreUnavailable,
 )
@@ -203,6 +204,13 @@ class Connection:
                     f"Redis at {self.where} is out of memory: {text}",
                     hint="Raise maxmemory (and use a noeviction policy), or prune stale sessions "
                     "with `sqlstore prune`.",
+                ) from exc
+            if text.startswith("MISCONF"):
+                raise StoreIOError(
+                    f"Redis at {self.where} cannot persist to disk and refuses writes: {text}",
+                    hint="Fix the server's persistence (its log says why: disk full, `dir` not "
+                    "writable), e.g. check `redis-cli CONFIG GET dir` and `redis-cli INFO "
+                    "persistence`; writes resume once a save succeeds.",
                 ) from exc
             if "WRONGTYPE" in text:
                 raise StoreCorrupt(

@@ -9,9 +9,9 @@ import apsw
 
 from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
+from sqlstore.clock import ttl_ns
 from sqlstore.errors import LeaseHeld
 from sqlstore.inventory import Lease
-from sqlstore.memory import ttl_ns
 from sqlstore.model import validate_session_id
 from sqlstore.sqlite import rows
 from sqlstore.sqlite.database import Database

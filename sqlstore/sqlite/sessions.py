@@ -13,9 +13,8 @@ import apsw
 from sqlstore import clock, snapshot
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
 from sqlstore.fold import load_or_fold
-from sqlstore.inventory import Page, SessionMeta, StoredSession
+from sqlstore.inventory import Page, SessionMeta, StoredSession, rows_match
 from sqlstore.jsonl import canonical_json
-from sqlstore.memory import rows_match
 from sqlstore.model import Principal, Relationship, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.session import Session

@@ -35,7 +35,13 @@ from retention import (
 from retention.policy import config_from_mapping
 from sqlstore import Event, MemoryStore, Session, SQLiteStore, runlog, snapshot
 from sqlstore.cursor import encode_cursor
-from sqlstore.errors import CursorExpired, CursorMalformed, InvalidSessionId, SnapshotError
+from sqlstore.errors import (
+    CursorExpired,
+    CursorMalformed,
+    InvalidEvent,
+    InvalidSessionId,
+    SnapshotError,
+)
 from sqlstore.migrate.items import Fingerprint, ItemBytes, ItemFailed, ItemSkipped, SourceItem
 from sqlstore.migrate.mecatl_events import (
     EVENT_VERSION,
@@ -587,3 +593,34 @@ def test_fuzzed_policy_files_give_policy_error(
         load_config(path)
     except PolicyError:
         return
+
+
+@FUZZ
+@given(
+    text=st.text(
+        alphabet=st.characters(categories=["Nd", "No", "Nl"]) | st.sampled_from("wdhms"),
+        min_size=1,
+        max_size=12,
+    ).filter(lambda t: not t.isascii())
+)
+def test_fuzzed_non_ascii_durations_are_refused(text: str) -> None:
+    """A duration with any non-ASCII character (digits of any script included) is refused."""
+    with pytest.raises(PolicyError):
+        parse_duration(text)
+
+
+@FUZZ
+@given(depth=st.integers(1, 5_000), wrap=st.sampled_from(["list", "dict"]))
+def test_fuzzed_nesting_depth_is_stored_or_invalid_event(depth: int, wrap: str) -> None:
+    """Event data nested to any depth is stored and read back, or refused as InvalidEvent."""
+    value: Any = 0
+    for _ in range(depth):
+        value = [value] if wrap == "list" else {"k": value}
+    with MemoryStore() as store:
+        try:
+            store.events.append_event("s", Event(type="deep", data={"v": value}))
+        except InvalidEvent:
+            assert list(store.events.read("s")) == []
+            return
+        (event,) = store.events.read("s")
+        assert event.data == {"v": value}

@@ -37,7 +37,7 @@ from sqlstore.model import validate_session_id
 from sqlstore.session import Session
 
 if TYPE_CHECKING:
-    from sqlstore.memory import _State
+    from sqlstore.memory.state import MemoryState
 
 BlobKey = tuple[str, str, str, str]
 """(thread, ns, channel, version)."""
@@ -89,7 +89,7 @@ class CheckpointTables:
 class MemoryCheckpoints:
     """The checkpoint port of a ``MemoryStore``."""
 
-    def __init__(self, state: _State, create: Callable[[Session, bytes, int], None]) -> None:
+    def __init__(self, state: MemoryState, create: Callable[[Session, bytes, int], None]) -> None:
         self._s = state
         self._create = create
 
