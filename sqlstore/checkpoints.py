@@ -207,9 +207,33 @@ def check_record(record: CheckpointRecord, blobs: Iterable[ChannelBlob]) -> None
     validate_session_id(record.thread_id)
     check_names(record.ns, record.checkpoint_id)
     decode_metadata(record.metadata)
+    for channel, version in record.versions.items():
+        _check_text("channel name", channel)
+        _check_text("channel version", version)
     for blob in blobs:
+        _check_text("channel name", blob.channel)
+        _check_text("channel version", blob.version)
         if not isinstance(blob.data, bytes):
             raise InvalidCheckpoint(f"blob of channel {blob.channel!r} is not bytes")
+
+
+def check_writes(writes: Iterable[PendingWrite]) -> None:
+    """Validate pending writes before they are stored.
+
+    Raises:
+        InvalidCheckpoint: a task id, channel or task path that is not text without NUL.
+    """
+    for w in writes:
+        _check_text("task id", w.task_id)
+        _check_text("write channel", w.channel)
+        _check_text("task path", w.task_path, empty=True)
+        if not isinstance(w.data, bytes) or not isinstance(w.idx, int):
+            raise InvalidCheckpoint(f"write {w.task_id!r}/{w.idx!r} has no bytes or int index")
+
+
+def _check_text(what: str, value: object, *, empty: bool = False) -> None:
+    if not isinstance(value, str) or (not value and not empty) or "\x00" in value:
+        raise InvalidCheckpoint(f"{what} must be non-empty text without NUL, not {value!r}")
 
 
 def check_names(ns: str, checkpoint_id: str | None) -> None:

@@ -8,6 +8,7 @@ import pytest
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 from sqlstore.conformance import (
+    CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -70,3 +71,7 @@ class TestRedisEventLog(RedisFactories, EventLogSuite):
 
 class TestRedisCursor(RedisFactories, CursorSuite):
     """CursorSuite on RedisStore, including a second handle and a second OS process."""
+
+
+class TestRedisCheckpoints(RedisFactories, CheckpointSuite):
+    """CheckpointSuite on RedisStore."""

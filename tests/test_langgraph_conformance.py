@@ -44,3 +44,10 @@ def test_conformance_sqlite(tmp_path: Path) -> None:
 def test_conformance_memory() -> None:
     """Every capability of langgraph-checkpoint-conformance passes on MemoryStore."""
     run_conformance("SqlstoreSaver[memory]", MemoryStore)
+
+
+def test_conformance_redis(redis_url: str) -> None:  # noqa: F811  (fixture parameter)
+    """Every capability of langgraph-checkpoint-conformance passes on RedisStore."""
+    from sqlstore.redis import RedisStore
+
+    run_conformance("SqlstoreSaver[redis]", lambda: RedisStore(redis_url))

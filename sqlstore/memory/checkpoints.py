@@ -28,6 +28,7 @@ from sqlstore.checkpoints import (
     check_names,
     check_page_limit,
     check_record,
+    check_writes,
     metadata_matches,
     query_admits,
     referenced_blobs,
@@ -133,6 +134,7 @@ class MemoryCheckpoints:
         """Store pending writes; an existing (task_id, idx) is kept unless ``replace``."""
         validate_session_id(thread_id)
         check_names(ns, checkpoint_id)
+        check_writes(writes)
         if not writes:
             return
         now_ns = clock.now_ns()

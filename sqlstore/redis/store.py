@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlstore.ports import Closeable
 from sqlstore.redis.audit import RedisAudit, RedisLeases
+from sqlstore.redis.checkpoints import RedisCheckpoints
 from sqlstore.redis.connection import Connection
 from sqlstore.redis.events import RedisEvents
 from sqlstore.redis.keys import DEFAULT_PREFIX
@@ -47,6 +48,7 @@ class RedisStore(Closeable):
         self.sessions = RedisSessions(self.conn, self.events)
         self.audit = RedisAudit(self.conn)
         self.leases = RedisLeases(self.conn)
+        self.checkpoints = RedisCheckpoints(self.conn)
 
     def import_target(self) -> RedisImports:
         """Return the import target ``sqlstore migrate`` and ``copy_store`` write through."""

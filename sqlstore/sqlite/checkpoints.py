@@ -36,6 +36,7 @@ from sqlstore.checkpoints import (
     check_names,
     check_page_limit,
     check_record,
+    check_writes,
     metadata_matches,
     referenced_blobs,
     write_order,
@@ -213,6 +214,7 @@ class SQLiteCheckpoints:
         """
         validate_session_id(thread_id)
         check_names(ns, checkpoint_id)
+        check_writes(writes)
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         sql = f"{verb} INTO checkpoint_writes ({_WRITE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         values = [
