@@ -154,6 +154,19 @@ class ThreadSummary:
     bytes: int
 
 
+def all_entries(port: Any, thread_id: str) -> list[CheckpointEntry]:
+    """Read every checkpoint of a thread from a ``CheckpointStore``, page by page."""
+    query = CheckpointQuery(thread_id=thread_id)
+    entries: list[CheckpointEntry] = []
+    after: CheckpointKey | None = None
+    while True:
+        page = port.page(query, after=after, limit=CHECKPOINT_PAGE_ROWS)
+        entries += page.entries
+        if page.next is None:
+            return entries
+        after = page.next
+
+
 def write_order(write: PendingWrite) -> tuple[str, str, int]:
     """Sort key of pending writes: LangGraph's ``(task_path, task_id, idx)``."""
     return (write.task_path, write.task_id, write.idx)

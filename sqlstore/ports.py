@@ -193,6 +193,13 @@ class CheckpointStore(Protocol):
     def prune(self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest") -> int:
         """Keep each namespace's newest checkpoint, or delete all; return the count removed."""
 
+    def import_thread(self, thread_id: str, entries: Sequence[CheckpointEntry]) -> None:
+        """Replace a thread's checkpoint data with ``entries`` (copying between stores).
+
+        One atomic unit; the session is neither created nor touched, so a copied
+        session keeps its ``modified_at``.
+        """
+
     def summary(self, thread_id: str) -> ThreadSummary:
         """Return counts of a thread's checkpoint data."""
 

@@ -343,3 +343,26 @@ class CheckpointSuite(SuiteBase):
         with pytest.raises(ValueError, match="limit"):
             cp.page(CheckpointQuery(), limit=0)
         assert cp.thread_ids() == [] and store.sessions.list() == []
+
+    def test_import_thread_replaces_without_touching(self, store: Store) -> None:
+        """import_thread replaces a thread's checkpoint data and leaves its session as it was."""
+        cp = self.port(store)
+        cp.put(
+            record("src", 1, versions={"a": "1"}), [blob("a", "1", "v")], session=Session.new("src")
+        )
+        cp.put_writes("src", "", cid(1), [write("t", 0, "c", "w")])
+        entries = cp.page(CheckpointQuery(thread_id="src"), limit=10).entries
+        with freeze_time(T0):
+            store.sessions.save(Session.new("dst"))
+        cp.put(record("dst", 7), [])
+        with freeze_time(T0):
+            store.sessions.save(Session.new("dst"))
+        cp.import_thread("dst", entries)
+        assert store.sessions.meta("dst").modified_at == T0
+        page = cp.page(CheckpointQuery(thread_id="dst"), limit=10)
+        assert [e.record.checkpoint_id for e in page.entries] == [cid(1)]
+        got = page.entries[0]
+        assert got.blobs["a"].data == b"v" and [w.data for w in got.writes] == [b"w"]
+        assert "dst" in cp.thread_ids()
+        cp.import_thread("dst", [])
+        assert cp.summary("dst").checkpoints == 0 and "dst" not in cp.thread_ids()

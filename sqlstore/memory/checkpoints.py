@@ -257,6 +257,29 @@ class MemoryCheckpoints:
                 removed += len(stale)
             return removed
 
+    def import_thread(self, thread_id: str, entries: Sequence[CheckpointEntry]) -> None:
+        """Replace a thread's checkpoint data with ``entries``; the session is not touched."""
+        validate_session_id(thread_id)
+        for e in entries:
+            check_record(e.record, e.blobs.values())
+            check_writes(e.writes)
+        with self._s.lock:
+            self._s.check_open()
+            t = self._t
+            t.drop(thread_id)
+            for e in entries:
+                r = e.record
+                moved = CheckpointRecord(
+                    thread_id, r.ns, r.checkpoint_id, r.parent_id, r.type, r.body, r.metadata,
+                    dict(r.versions),
+                )  # fmt: skip
+                t.checkpoints[(thread_id, r.ns, r.checkpoint_id)] = moved
+                for b in e.blobs.values():
+                    t.blobs[(thread_id, r.ns, b.channel, b.version)] = b
+                table = t.writes.setdefault((thread_id, r.ns, r.checkpoint_id), {})
+                for w in e.writes:
+                    table[(w.task_id, w.idx)] = w
+
     def summary(self, thread_id: str) -> ThreadSummary:
         """Return counts and bytes of a thread's checkpoint data."""
         validate_session_id(thread_id)

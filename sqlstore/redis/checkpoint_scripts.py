@@ -232,3 +232,37 @@ for _, k in ipairs(redis.call('SMEMBERS', KEYS[3])) do
 end
 return {#recs / 2, nns, #blobs, writes, bytes}
 """
+
+IMPORT = """#!lua
+-- Replace a thread's checkpoint data (copy between stores); the session is not touched.
+-- KEYS: cp, cp-index, cp-blobs, cp-wkeys, cp-threads
+-- ARGV: thread, wprefix, records, then (field, member, record) per record, blobs, then
+--       (field, value) per blob, writes, then (checkpoint field, write field, value)
+for _, k in ipairs(redis.call('SMEMBERS', KEYS[4])) do redis.call('DEL', k) end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+local at = 4
+for i = 1, tonumber(ARGV[3]) do
+  redis.call('HSET', KEYS[1], ARGV[at], ARGV[at + 2])
+  redis.call('ZADD', KEYS[2], 0, ARGV[at + 1])
+  at = at + 3
+end
+local blobs = tonumber(ARGV[at])
+at = at + 1
+for i = 1, blobs do
+  redis.call('HSET', KEYS[3], ARGV[at], ARGV[at + 1])
+  at = at + 2
+end
+local writes = tonumber(ARGV[at])
+at = at + 1
+for i = 1, writes do
+  redis.call('HSET', ARGV[2] .. ARGV[at], ARGV[at + 1], ARGV[at + 2])
+  redis.call('SADD', KEYS[4], ARGV[2] .. ARGV[at])
+  at = at + 3
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('SADD', KEYS[5], ARGV[1])
+else
+  redis.call('SREM', KEYS[5], ARGV[1])
+end
+return 1
+"""

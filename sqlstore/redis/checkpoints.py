@@ -71,6 +71,28 @@ def _bound(thread_id: str, query: CheckpointQuery, after: CheckpointKey | None) 
     return min(bounds, key=lambda b: b[1:])
 
 
+def _record_json(r: CheckpointRecord) -> str:
+    doc = {
+        "p": r.parent_id,
+        "t": r.type,
+        "b": base64.b64encode(r.body).decode("ascii"),
+        "m": r.metadata.decode("utf-8"),
+        "v": dict(r.versions),
+        "r": r.run_id,
+    }
+    return json.dumps(doc, ensure_ascii=False)
+
+
+def _blob_pair(ns: str, b: ChannelBlob) -> list[Any]:
+    return [f"{ns}{SEP}{b.channel}{SEP}{b.version}", b.type.encode() + b"\0" + b.data]
+
+
+def _write_pair(w: PendingWrite) -> list[Any]:
+    value = {"c": w.channel, "t": w.type, "p": w.task_path}
+    value["d"] = base64.b64encode(w.data).decode("ascii")
+    return [f"{w.task_id}{SEP}{w.idx}", json.dumps(value, ensure_ascii=False)]
+
+
 class RedisCheckpoints:
     """The checkpoint port of a ``RedisStore``."""
 
@@ -112,17 +134,9 @@ class RedisCheckpoints:
         """Store a checkpoint and its new blobs in one script; create the session if missing."""
         check_record(record, blobs)
         r, k = record, self._c.keys
-        doc = {
-            "p": r.parent_id,
-            "t": r.type,
-            "b": base64.b64encode(r.body).decode("ascii"),
-            "m": r.metadata.decode("utf-8"),
-            "v": dict(r.versions),
-            "r": r.run_id,
-        }
         pairs: list[Any] = []
         for b in blobs:
-            pairs += [f"{r.ns}{SEP}{b.channel}{SEP}{b.version}", b.type.encode() + b"\0" + b.data]
+            pairs += _blob_pair(r.ns, b)
         with self._c.guard():
             self._c.cp_put(
                 keys=[
@@ -138,7 +152,7 @@ class RedisCheckpoints:
                     r.thread_id,
                     _field(r.ns, r.checkpoint_id),
                     _member(r.checkpoint_id, r.ns),
-                    json.dumps(doc, ensure_ascii=False),
+                    _record_json(r),
                     len(blobs),
                     *pairs,
                 ],
@@ -162,9 +176,7 @@ class RedisCheckpoints:
         k = self._c.keys
         pairs: list[Any] = []
         for w in writes:
-            value = {"c": w.channel, "t": w.type, "p": w.task_path}
-            value["d"] = base64.b64encode(w.data).decode("ascii")
-            pairs += [f"{w.task_id}{SEP}{w.idx}", json.dumps(value, ensure_ascii=False)]
+            pairs += _write_pair(w)
         session_args = self._session_args(thread_id, None)[:5]
         with self._c.guard():
             self._c.cp_writes(
@@ -345,6 +357,44 @@ class RedisCheckpoints:
             validate_session_id(thread_id)
         mode = "all" if strategy == "delete" else "keep_latest"
         return sum(self._remove(thread_id, mode) for thread_id in ids)
+
+    def import_thread(self, thread_id: str, entries: Sequence[CheckpointEntry]) -> None:
+        """Replace a thread's checkpoint data with ``entries`` (one script; session untouched)."""
+        validate_session_id(thread_id)
+        records: list[Any] = []
+        blobs: list[Any] = []
+        writes: list[Any] = []
+        for e in entries:
+            r = e.record
+            check_record(r, e.blobs.values())
+            check_writes(e.writes)
+            records += [_field(r.ns, r.checkpoint_id), _member(r.checkpoint_id, r.ns)]
+            records.append(_record_json(r))
+            for b in e.blobs.values():
+                blobs += _blob_pair(r.ns, b)
+            for w in e.writes:
+                writes += [_field(r.ns, r.checkpoint_id), *_write_pair(w)]
+        k = self._c.keys
+        with self._c.guard():
+            self._c.cp_import(
+                keys=[
+                    k.cp(thread_id),
+                    k.cp_index(thread_id),
+                    k.cp_blobs(thread_id),
+                    k.cp_wkeys(thread_id),
+                    k.cp_threads,
+                ],
+                args=[
+                    thread_id,
+                    k.cp_writes_prefix(thread_id),
+                    len(records) // 3,
+                    *records,
+                    len(blobs) // 2,
+                    *blobs,
+                    len(writes) // 3,
+                    *writes,
+                ],
+            )
 
     def summary(self, thread_id: str) -> ThreadSummary:
         """Return counts and bytes of a thread's checkpoint data (one read-only script)."""

@@ -108,6 +108,7 @@ class Connection:
         self.cp_remove = client.register_script(checkpoint_scripts.REMOVE)
         self.cp_copy = client.register_script(checkpoint_scripts.COPY)
         self.cp_summary = client.register_script(checkpoint_scripts.SUMMARY)
+        self.cp_import = client.register_script(checkpoint_scripts.IMPORT)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str | None = None) -> Connection:

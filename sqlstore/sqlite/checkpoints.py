@@ -409,6 +409,42 @@ class SQLiteCheckpoints:
 
         return self._db.write(op)
 
+    def import_thread(self, thread_id: str, entries: Sequence[CheckpointEntry]) -> None:
+        """Replace a thread's checkpoint data with ``entries`` in one transaction.
+
+        Used to copy threads between stores: the session row is not touched.
+        """
+        validate_session_id(thread_id)
+        records, blob_rows, write_rows = [], [], []
+        for e in entries:
+            r = e.record
+            check_record(r, e.blobs.values())
+            check_writes(e.writes)
+            records.append(
+                (thread_id, r.ns, r.checkpoint_id, r.parent_id, r.type, r.body, r.metadata,
+                 json.dumps(dict(r.versions), ensure_ascii=False), r.run_id)
+            )  # fmt: skip
+            blob_rows += [
+                (thread_id, r.ns, b.channel, b.version, b.type, b.data) for b in e.blobs.values()
+            ]
+            write_rows += [
+                (thread_id, r.ns, r.checkpoint_id, w.task_id, w.idx, w.channel, w.type, w.data,
+                 w.task_path)
+                for w in e.writes
+            ]  # fmt: skip
+
+        def op(conn: apsw.Connection) -> None:
+            delete_thread_rows(conn, thread_id)
+            conn.executemany(_INSERT_CHECKPOINT, records)
+            conn.executemany(_INSERT_BLOB, blob_rows)
+            conn.executemany(
+                f"INSERT OR REPLACE INTO checkpoint_writes ({_WRITE_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                write_rows,
+            )
+
+        self._db.write(op)
+
     def summary(self, thread_id: str) -> ThreadSummary:
         """Return counts and bytes of a thread's checkpoint data (one read transaction)."""
         validate_session_id(thread_id)
