@@ -209,8 +209,8 @@ def _same(stored: Any, wanted: Any) -> bool:
     return bool(stored == wanted)
 
 
-def check_record(record: CheckpointRecord, blobs: Iterable[ChannelBlob]) -> None:
-    """Validate a checkpoint before it is stored.
+def check_record(record: CheckpointRecord, blobs: Iterable[ChannelBlob]) -> str | None:
+    """Validate a checkpoint before it is stored; return its metadata's ``run_id``.
 
     Raises:
         InvalidSessionId: the thread id is not a valid session id.
@@ -219,7 +219,7 @@ def check_record(record: CheckpointRecord, blobs: Iterable[ChannelBlob]) -> None
     """
     validate_session_id(record.thread_id)
     check_names(record.ns, record.checkpoint_id)
-    decode_metadata(record.metadata)
+    run_id = decode_metadata(record.metadata).get("run_id")
     for channel, version in record.versions.items():
         _check_text("channel name", channel)
         _check_text("channel version", version)
@@ -228,6 +228,7 @@ def check_record(record: CheckpointRecord, blobs: Iterable[ChannelBlob]) -> None
         _check_text("channel version", blob.version)
         if not isinstance(blob.data, bytes):
             raise InvalidCheckpoint(f"blob of channel {blob.channel!r} is not bytes")
+    return run_id if isinstance(run_id, str) else None
 
 
 def check_writes(writes: Iterable[PendingWrite]) -> None:

@@ -270,3 +270,30 @@ def test_interrupted_copy_is_repaired(tmp_path: Path) -> None:
         dst.checkpoints.import_thread("t", [])
         report = copy_store(src, dst)
         assert report.copied == 0 and dst.checkpoints.summary("t").checkpoints == 3
+
+
+def test_retention_sweeps_old_threads_and_spares_leased_ones(tmp_path: Path) -> None:
+    """A retention sweep deletes an old thread with its checkpoints; a leased one survives."""
+    from datetime import UTC, datetime, timedelta
+
+    from freezegun import freeze_time
+
+    import retention
+
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    with SQLiteStore(tmp_path / "s.db") as store, SqlstoreSaver(store) as saver:
+        with freeze_time(start):
+            put_chain(saver, "old", 2, writes=True)
+            put_chain(saver, "leased", 2)
+        with freeze_time(start + timedelta(days=9)):
+            put_chain(saver, "fresh", 1)
+        with freeze_time(start + timedelta(days=10)):
+            store.leases.acquire("leased", "worker", timedelta(hours=1))
+            policy = retention.Policy(
+                main=retention.Rule(max_age=timedelta(days=5)), acknowledge_main_deletion=True
+            )
+            plan = retention.plan(store, policy)
+            report = retention.sweep(store, plan)
+        assert report.deleted == 1
+        assert saver.checkpoints.thread_ids() == ["fresh", "leased"]
+        assert saver.checkpoints.summary("old").writes == 0

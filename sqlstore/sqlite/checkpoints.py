@@ -175,7 +175,7 @@ class SQLiteCheckpoints:
             InvalidSessionId, InvalidCheckpoint: malformed input; nothing stored.
             StoreBusy: the write lock was not free within the busy timeout.
         """
-        check_record(record, blobs)
+        run_id = check_record(record, blobs)
         r = record
         row = (
             r.thread_id,
@@ -186,7 +186,7 @@ class SQLiteCheckpoints:
             r.body,
             r.metadata,
             json.dumps(dict(r.versions), ensure_ascii=False),
-            r.run_id,
+            run_id,
         )
         blob_rows = [(r.thread_id, r.ns, b.channel, b.version, b.type, b.data) for b in blobs]
 
@@ -418,11 +418,11 @@ class SQLiteCheckpoints:
         records, blob_rows, write_rows = [], [], []
         for e in entries:
             r = e.record
-            check_record(r, e.blobs.values())
+            run_id = check_record(r, e.blobs.values())
             check_writes(e.writes)
             records.append(
                 (thread_id, r.ns, r.checkpoint_id, r.parent_id, r.type, r.body, r.metadata,
-                 json.dumps(dict(r.versions), ensure_ascii=False), r.run_id)
+                 json.dumps(dict(r.versions), ensure_ascii=False), run_id)
             )  # fmt: skip
             blob_rows += [
                 (thread_id, r.ns, b.channel, b.version, b.type, b.data) for b in e.blobs.values()

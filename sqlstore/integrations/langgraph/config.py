@@ -23,7 +23,6 @@ from sqlstore.checkpoints import (
     CheckpointEntry,
     CheckpointRecord,
     PendingWrite,
-    decode_metadata,
 )
 from sqlstore.errors import StoreError
 from sqlstore.integrations.langgraph.serde import JsonSerializer
@@ -45,7 +44,7 @@ def configurable(config: RunnableConfig | None) -> Mapping[str, Any]:
     found = config.get("configurable")
     if found is None:
         return {}
-    if not isinstance(found, Mapping):
+    if type(found) is not dict and not isinstance(found, Mapping):
         raise InvalidConfig("config['configurable'] must be a mapping")
     return found
 
@@ -156,7 +155,7 @@ def to_tuple(serde: SerializerProtocol, entry: CheckpointEntry) -> CheckpointTup
         for ch, b in entry.blobs.items()
         if b.type != EMPTY_BLOB_TYPE
     }
-    metadata = _METADATA_CODEC.decode(decode_metadata(r.metadata))
+    metadata = _METADATA_CODEC.loads(r.metadata)
     writes = [(w.task_id, w.channel, serde.loads_typed((w.type, w.data))) for w in entry.writes]
     parent = None if r.parent_id is None else stored_config(r.thread_id, r.ns, r.parent_id)
     return CheckpointTuple(

@@ -42,6 +42,9 @@ from sqlstore.session import Session
 FRAMEWORK_LABEL = {"framework": "langgraph"}
 """Labels of the sessions the saver creates for new threads."""
 
+SESSION_CACHE_THREADS = 1_024
+"""Threads whose would-be session the saver keeps between puts (cleared when full)."""
+
 
 def open_store(store: Any, options: dict[str, Any]) -> tuple[Store, bool]:
     """Return (sync store, owned): a path/URL is opened (and owned), a store is shared.
@@ -111,6 +114,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
         self.store, self._owned = open_store(store, options)
         self.checkpoints: CheckpointStore = self.store.checkpoints  # type: ignore[attr-defined]
         self._offload = Offload()
+        self._new_sessions: dict[str, Session] = {}
 
     @classmethod
     def from_conn_string(cls, target: str | os.PathLike[str], **options: Any) -> OwnedSaver:
@@ -191,10 +195,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
         record, blobs, values = cfg.to_record(
             self.serde, config, checkpoint, metadata, new_versions
         )
-        session = Session.new(
-            record.thread_id, title=cfg.title_from(values), labels=FRAMEWORK_LABEL
-        )
-        self.checkpoints.put(record, blobs, session=session)
+        self.checkpoints.put(record, blobs, session=self._session_for(record.thread_id, values))
         return cfg.stored_config(record.thread_id, record.ns, record.checkpoint_id)
 
     def put_writes(
@@ -344,6 +345,20 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
         await self._offload.write(self.prune, thread_ids, strategy=strategy)
 
     # -- helpers -----------------------------------------------------------------
+
+    def _session_for(self, thread_id: str, values: dict[str, Any]) -> Session:
+        """Return the session a put creates if the thread has none (built once per thread).
+
+        The store only uses it when the session is missing, so the saver keeps
+        the one it built for a thread's first put instead of building one per put.
+        """
+        found = self._new_sessions.get(thread_id)
+        if found is None:
+            if len(self._new_sessions) >= SESSION_CACHE_THREADS:
+                self._new_sessions.clear()
+            found = Session.new(thread_id, title=cfg.title_from(values), labels=FRAMEWORK_LABEL)
+            self._new_sessions[thread_id] = found
+        return found
 
     def _query(
         self,

@@ -136,12 +136,13 @@ class JsonSerializer:
         return json.dumps(self.encode(obj), ensure_ascii=False, separators=(",", ":")).encode()
 
     def loads(self, raw: bytes) -> Any:
-        """Decode UTF-8 JSON produced by :meth:`dumps`."""
+        """Decode UTF-8 JSON produced by :meth:`dumps` (tags are rebuilt bottom-up)."""
         try:
-            doc = json.loads(raw)
+            return json.loads(raw, object_hook=self._rebuild)
+        except CorruptValue:
+            raise
         except (ValueError, UnicodeDecodeError) as exc:
             raise CorruptValue(f"stored value is not JSON: {exc}") from exc
-        return self.decode(doc)
 
     # -- encoding ----------------------------------------------------------------
 
@@ -190,14 +191,18 @@ class JsonSerializer:
     # -- decoding ----------------------------------------------------------------
 
     def decode(self, doc: Any) -> Any:
-        """Rebuild a value from its JSON document."""
+        """Rebuild a value from an already parsed JSON document."""
         if isinstance(doc, list):
             return [self.decode(v) for v in doc]
-        if not isinstance(doc, dict):
-            return doc
+        if isinstance(doc, dict):
+            return self._rebuild({k: self.decode(v) for k, v in doc.items()})
+        return doc
+
+    def _rebuild(self, doc: dict[str, Any]) -> Any:
+        """Turn one JSON object, whose members are already rebuilt, into its value."""
         tag = doc.get(TAG_KEY)
         if tag is None:
-            return {k: self.decode(v) for k, v in doc.items()}
+            return doc
         decoder = _DECODERS.get(tag) if isinstance(tag, str) else None
         if decoder is None:
             raise CorruptValue(f"stored value has an unknown tag {tag!r}")
@@ -217,8 +222,8 @@ class JsonSerializer:
                 hint="Pass the same JsonSerializer(allow=[...]) that wrote it.",
             )
         if issubclass(cls, enum.Enum):
-            return cls(self.decode(doc["value"]))
-        data = self.decode(doc["data"])
+            return cls(doc["value"])
+        data = doc["data"]
         validate = getattr(cls, "model_validate", None)
         if callable(validate):
             return validate(data)
@@ -236,8 +241,8 @@ def _encode_send(s: JsonSerializer, obj: Send) -> Any:
 
 def _decode_send(s: JsonSerializer, doc: dict[str, Any]) -> Send:
     timeout = doc.get("timeout")
-    policy = None if timeout is None else TimeoutPolicy(**s.decode(timeout))
-    return Send(doc["node"], s.decode(doc["arg"]), timeout=policy)
+    policy = None if timeout is None else TimeoutPolicy(**timeout)
+    return Send(doc["node"], doc["arg"], timeout=policy)
 
 
 def _encode_interrupt(s: JsonSerializer, obj: Interrupt[Any]) -> Any:
@@ -251,8 +256,7 @@ def _encode_interrupt(s: JsonSerializer, obj: Interrupt[Any]) -> Any:
 
 
 def _decode_interrupt(s: JsonSerializer, doc: dict[str, Any]) -> Interrupt[Any]:
-    schema = s.decode(doc.get("schema"))
-    return Interrupt(value=s.decode(doc["value"]), id=doc["id"], response_schema=schema)
+    return Interrupt(value=doc["value"], id=doc["id"], response_schema=doc.get("schema"))
 
 
 def _encode_command(s: JsonSerializer, obj: Command[Any]) -> Any:
@@ -266,11 +270,11 @@ def _encode_command(s: JsonSerializer, obj: Command[Any]) -> Any:
 
 
 def _decode_command(s: JsonSerializer, doc: dict[str, Any]) -> Command[Any]:
-    goto = s.decode(doc.get("goto", []))
+    goto = doc.get("goto", [])
     return Command(
         graph=doc.get("graph"),
-        update=s.decode(doc.get("update")),
-        resume=s.decode(doc.get("resume")),
+        update=doc.get("update"),
+        resume=doc.get("resume"),
         goto=tuple(goto) if isinstance(goto, list) else goto,
     )
 
@@ -279,14 +283,14 @@ def _decode_message(s: JsonSerializer, doc: dict[str, Any]) -> lc_messages.BaseM
     cls = MESSAGE_CLASSES.get(doc["class"])
     if cls is None:
         raise CorruptValue(f"stored message class {doc['class']!r} is not allowed")
-    data = s.decode(doc["data"])
+    data = doc["data"]
     if not isinstance(data, dict):
         raise CorruptValue("stored message data is not an object")
     return cls(**data)
 
 
 def _items(s: JsonSerializer, doc: dict[str, Any]) -> list[Any]:
-    items = s.decode(doc["items"])
+    items = doc["items"]
     if not isinstance(items, list):
         raise CorruptValue("stored collection items are not a list")
     return items
@@ -333,6 +337,6 @@ _DECODERS: dict[str, Callable[[JsonSerializer, dict[str, Any]], Any]] = {
     "send": _decode_send,
     "interrupt": _decode_interrupt,
     "command": _decode_command,
-    "overwrite": lambda s, d: Overwrite(s.decode(d["value"])),
+    "overwrite": lambda s, d: Overwrite(d["value"]),
     "object": JsonSerializer._decode_object,
 }
