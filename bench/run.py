@@ -38,6 +38,7 @@ SCRIPTS = (
     "migrate",
     "peers",
     "redis_store",
+    "langgraph_saver",
 )
 MARKER = "<!-- end of generated part: everything below this line is kept by bench/run.py -->"
 DEFAULT_ANALYSIS = "\n## Analysis\n\nNo analysis written yet.\n"

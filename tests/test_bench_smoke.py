@@ -29,6 +29,7 @@ SCRIPTS = [
     "migrate",
     "peers",
     "redis_store",
+    "langgraph_saver",
 ]
 TIMEOUT_S = 120
 

@@ -103,7 +103,7 @@ class CheckpointSuite(SuiteBase):
         first = cp.get("t", "", cid(1))
         assert first is not None and first.record.parent_id is None
 
-    def test_get_latest_and_missing(self, store: Store) -> None:
+    def test_checkpoint_get_latest_and_missing(self, store: Store) -> None:
         """Without an id the newest of the namespace is returned; unknown ids give None."""
         cp = self.port(store)
         for n in (1, 3, 2):
@@ -114,7 +114,7 @@ class CheckpointSuite(SuiteBase):
         assert cp.get("t", "child") is None
         assert cp.get("nobody", "") is None
 
-    def test_blobs_are_kept_per_version(self, store: Store) -> None:
+    def test_checkpoint_blobs_are_kept_per_version(self, store: Store) -> None:
         """A channel left out of a put is read from the blob of its unchanged version."""
         cp = self.port(store)
         cp.put(
@@ -128,14 +128,14 @@ class CheckpointSuite(SuiteBase):
         assert {k: v.data for k, v in first.blobs.items()} == {"a": b"a1", "b": b"b1"}
         assert cp.summary("t").blobs == 3
 
-    def test_empty_blob_is_returned_with_its_type(self, store: Store) -> None:
+    def test_checkpoint_empty_blob_is_returned_with_its_type(self, store: Store) -> None:
         """A version without a value is stored as an ``empty`` blob and returned as such."""
         cp = self.port(store)
         cp.put(record("t", 1, versions={"a": "1"}), [ChannelBlob("a", "1", EMPTY_BLOB_TYPE, b"")])
         got = cp.get("t", "")
         assert got is not None and got.blobs["a"].type == EMPTY_BLOB_TYPE
 
-    def test_writes_idempotent_and_ordered(self, store: Store) -> None:
+    def test_checkpoint_writes_idempotent_and_ordered(self, store: Store) -> None:
         """Writes keep the first value per (task_id, idx) unless replaced; path/task/idx order."""
         cp = self.port(store)
         cp.put(record("t", 1), [])
@@ -155,7 +155,7 @@ class CheckpointSuite(SuiteBase):
             ("t2", 1, b"y"),
         ]
 
-    def test_writes_are_per_checkpoint_and_namespace(self, store: Store) -> None:
+    def test_checkpoint_writes_are_per_checkpoint_and_namespace(self, store: Store) -> None:
         """Writes of one checkpoint or namespace are not seen by another."""
         cp = self.port(store)
         cp.put(record("t", 1), [])
@@ -169,7 +169,7 @@ class CheckpointSuite(SuiteBase):
         assert [w.data for w in child.writes] == [b"child"]
         assert newer.writes == []
 
-    def test_page_order_before_and_continuation(self, store: Store) -> None:
+    def test_checkpoint_page_order_before_and_continuation(self, store: Store) -> None:
         """Pages run newest first; ``before`` and the page key continue without repeats."""
         cp = self.port(store)
         for n in range(1, 8):
@@ -191,7 +191,7 @@ class CheckpointSuite(SuiteBase):
         assert everything.entries[0].record.checkpoint_id == cid(9)
         assert len(everything.entries) == 8
 
-    def test_page_carries_writes_and_blobs(self, store: Store) -> None:
+    def test_checkpoint_page_carries_writes_and_blobs(self, store: Store) -> None:
         """Listed entries hold their own blobs and pending writes."""
         cp = self.port(store)
         for n in range(1, 4):
@@ -204,7 +204,7 @@ class CheckpointSuite(SuiteBase):
             (b"v1", [b"w1"]),
         ]
 
-    def test_metadata_filter(self, store: Store) -> None:
+    def test_checkpoint_metadata_filter(self, store: Store) -> None:
         """Filters compare decoded metadata: every key equal; a missing key equals None."""
         cp = self.port(store)
         cp.put(record("t", 1, source="input"), [])
@@ -224,7 +224,7 @@ class CheckpointSuite(SuiteBase):
         assert ids(score=None) == [cid(3), cid(1)]
         assert ids(source="update") == []
 
-    def test_metadata_filter_keys_are_data(self, store: Store) -> None:
+    def test_checkpoint_metadata_filter_keys_are_data(self, store: Store) -> None:
         """Keys with quotes, SQL or JSON-path syntax match only a key of that exact text."""
         cp = self.port(store)
         for n, key in enumerate(HOSTILE_KEYS, start=1):
@@ -235,7 +235,7 @@ class CheckpointSuite(SuiteBase):
         page = cp.page(CheckpointQuery(thread_id="t"), limit=50)
         assert len(page.entries) == len(HOSTILE_KEYS)
 
-    def test_delete_for_runs(self, store: Store) -> None:
+    def test_checkpoint_delete_for_runs(self, store: Store) -> None:
         """Checkpoints of the listed runs go with their writes and unshared blobs; others stay."""
         cp = self.port(store)
         cp.put(record("t", 1, run_id="r1", versions={"a": "1"}), [blob("a", "1", "keep")])
@@ -253,7 +253,7 @@ class CheckpointSuite(SuiteBase):
         assert (summary.checkpoints, summary.blobs, summary.writes) == (2, 1, 0)
         assert cp.delete_for_runs([]) == 0
 
-    def test_copy_thread(self, store: Store) -> None:
+    def test_checkpoint_copy_thread(self, store: Store) -> None:
         """A copy holds every checkpoint, blob and write under the new id; the source is intact."""
         cp = self.port(store)
         cp.put(
@@ -278,7 +278,7 @@ class CheckpointSuite(SuiteBase):
         with pytest.raises(SessionNotFound):
             store.sessions.load("dst2")
 
-    def test_prune_keep_latest_and_delete(self, store: Store) -> None:
+    def test_checkpoint_prune_keep_latest_and_delete(self, store: Store) -> None:
         """keep_latest leaves each namespace's newest checkpoint and its writes; delete empties."""
         cp = self.port(store)
         for n in range(1, 4):
@@ -300,7 +300,7 @@ class CheckpointSuite(SuiteBase):
         with pytest.raises(ValueError, match="strategy"):
             cp.prune(["t"], strategy="everything")  # type: ignore[arg-type]
 
-    def test_thread_is_a_session(self, store: Store) -> None:
+    def test_checkpoint_thread_is_a_session(self, store: Store) -> None:
         """The first put creates the session; every put and write moves its modified_at."""
         cp = self.port(store)
         with freeze_time(T0) as frozen:
@@ -318,7 +318,7 @@ class CheckpointSuite(SuiteBase):
         assert "t" in {s.id for s in store.sessions.list()}
         assert cp.thread_ids() == ["t"]
 
-    def test_session_delete_removes_checkpoint_data(self, store: Store) -> None:
+    def test_checkpoint_session_delete_removes_checkpoint_data(self, store: Store) -> None:
         """Deleting the session removes every checkpoint, blob and write of the thread."""
         cp = self.port(store)
         cp.put(record("t", 1, versions={"a": "1"}), [blob("a", "1", "v")], session=Session.new("t"))
@@ -330,7 +330,7 @@ class CheckpointSuite(SuiteBase):
         assert (summary.checkpoints, summary.blobs, summary.writes) == (0, 0, 0)
         assert cp.get("t", "") is None and cp.thread_ids() == ["keep"]
 
-    def test_bad_input_changes_nothing(self, store: Store) -> None:
+    def test_checkpoint_bad_input_changes_nothing(self, store: Store) -> None:
         """Invalid ids and metadata are refused with a clear error and nothing is stored."""
         cp = self.port(store)
         with pytest.raises(InvalidSessionId):
@@ -344,7 +344,7 @@ class CheckpointSuite(SuiteBase):
             cp.page(CheckpointQuery(), limit=0)
         assert cp.thread_ids() == [] and store.sessions.list() == []
 
-    def test_import_thread_replaces_without_touching(self, store: Store) -> None:
+    def test_checkpoint_import_thread_replaces_without_touching(self, store: Store) -> None:
         """import_thread replaces a thread's checkpoint data and leaves its session as it was."""
         cp = self.port(store)
         cp.put(
