@@ -122,3 +122,18 @@ def test_resume_with_command_in_same_process(tmp_path: Path) -> None:
         assert paused["__interrupt__"][0].value == {"question": "approve drop?"}
         done = graph.invoke(Command(resume="no"), graphs.thread("t"))
         assert done["outcome"] == "rejected"
+
+
+def test_example_script_runs(tmp_path: Path) -> None:
+    """examples/langgraph_chat.py runs the chat, pauses, and resumes in a second process."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "langgraph_chat.py"
+    done = subprocess.run(
+        [sys.executable, str(example), "--db", str(tmp_path / "ex.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "chat-1: Good news: it is sunny and 21 °C in Lisbon." in done.stdout
+    assert "resumed in process 2: decision = 'yes'" in done.stdout
