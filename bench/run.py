@@ -29,15 +29,18 @@ HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent
 SCRIPTS = (
     "append_single",
+    "append_batch",
     "append_threads",
     "append_procs",
     "read_events",
+    "read_tail",
     "follow_latency",
     "snapshot_save",
     "prune",
     "migrate",
     "peers",
     "redis_store",
+    "aio_append",
     "langgraph_saver",
 )
 MARKER = "<!-- end of generated part: everything below this line is kept by bench/run.py -->"

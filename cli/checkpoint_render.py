@@ -13,7 +13,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from cli.render import human_bytes, one_line, visible
 from sqlstore.checkpoints import (
     EMPTY_BLOB_TYPE,
     JSON_TYPE,
@@ -22,6 +21,8 @@ from sqlstore.checkpoints import (
     ThreadSummary,
     decode_metadata,
 )
+
+from .render import human_bytes, one_line, visible
 
 INTERRUPT_CHANNEL = "__interrupt__"
 MESSAGES_CHANNEL = "messages"

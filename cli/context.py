@@ -2,7 +2,7 @@
 
 For the authors of command modules (``cli/retention_cmd.py``, ``cli/migrate_cmd.py``)::
 
-    from cli.context import CliContext, json_option, pass_cli
+    from .context import CliContext, json_option, pass_cli
 
     @click.command()
     @json_option
@@ -46,8 +46,8 @@ from typing import Any
 
 import click
 
-from retention.policy import parse_duration
 from sqlstore.errors import StoreError, StoreMissing, UnsafePath
+from sqlstore.retention import parse_duration
 from sqlstore.sqlite import SQLiteStore
 
 DEFAULT_DB = "sessions.db"
@@ -144,6 +144,32 @@ json_option = click.option(
     help="Print machine-readable JSON (same as the global --json).",
 )
 """Per-command ``--json`` flag; it sets ``CliContext.json`` and passes no argument."""
+
+
+def _set_db(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    if value is not None:
+        get_cli(ctx).db = value
+
+
+def accept_db_after_command(command: click.Command) -> None:
+    """Give ``command`` (and each command of a group) its own ``--db``, as ``--json`` is.
+
+    ``sqlstore ls --db x.db`` then means ``sqlstore --db x.db ls``; given in both
+    places, the one after the command wins (it is parsed last).
+    """
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            accept_db_after_command(sub)
+    if not any("--db" in param.opts for param in command.params):
+        command.params.append(
+            click.Option(
+                ["--db"],
+                type=click.Path(path_type=Path),
+                expose_value=False,
+                callback=_set_db,
+                help="The database file (same as the global --db).",
+            )
+        )
 
 
 class DurationType(click.ParamType):  # type: ignore[type-arg]  # generic in new click only

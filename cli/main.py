@@ -21,15 +21,17 @@ from typing import Any
 import click
 
 import sqlstore
-from cli.context import (
+from sqlstore.errors import StoreError
+
+from .context import (
     DB_ENVVAR,
     DEFAULT_DB,
     CliContext,
+    accept_db_after_command,
     get_cli,
     json_option,
     pass_cli,
 )
-from sqlstore.errors import StoreError
 
 
 class SqlstoreGroup(click.Group):
@@ -108,10 +110,10 @@ def main() -> None:
 
 
 # -- commands from other modules ---------------------------------------------------------
-from cli.maintenance_cmd import backup, check, stats, vacuum  # noqa: E402
-from cli.migrate_cmd import export, migrate  # noqa: E402
-from cli.retention_cmd import prune, retention_group  # noqa: E402
-from cli.session_cmd import audit, events, ls_cmd, rm, show  # noqa: E402
+from .maintenance_cmd import backup, check, stats, vacuum  # noqa: E402
+from .migrate_cmd import export, migrate  # noqa: E402
+from .retention_cmd import prune, retention_group  # noqa: E402
+from .session_cmd import audit, events, ls_cmd, rm, show  # noqa: E402
 
 for _command in (
     *(ls_cmd, show, events, audit, rm),
@@ -120,3 +122,7 @@ for _command in (
     *(migrate, export),
 ):
     cli.add_command(_command)
+
+# Last, so that every command registered above also takes --db after its name.
+for _command in cli.commands.values():
+    accept_db_after_command(_command)

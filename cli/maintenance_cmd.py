@@ -11,10 +11,11 @@ from pathlib import Path
 
 import click
 
-from cli import render
-from cli.context import CliContext, json_option, pass_cli
 from sqlstore.sqlite import maintenance
 from sqlstore.sqlite.connection import SCHEMA_VERSION
+
+from . import render
+from .context import CliContext, json_option, pass_cli
 
 
 def check_lines(report: maintenance.CheckReport) -> Iterator[str]:

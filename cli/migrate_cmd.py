@@ -15,8 +15,6 @@ from typing import Any
 import click
 
 import sqlstore
-from cli import render
-from cli.context import CliContext, json_option, pass_cli
 from sqlstore import MemoryStore
 from sqlstore.migrate import (
     FORMATS,
@@ -27,6 +25,9 @@ from sqlstore.migrate import (
     export_sessions,
     run_migration,
 )
+
+from . import render
+from .context import CliContext, json_option, pass_cli
 
 WARNINGS_SHOWN = 20
 """Warnings listed in the human summary; ``--json`` has them all."""
@@ -212,15 +213,7 @@ def _copy_between_stores(
         except KeyboardInterrupt:
             click.echo("Interrupted: run the same command again to continue.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
-    doc = {
-        "job_id": report.job_id,
-        "copied": report.copied,
-        "skipped": dict(report.skipped),
-        "failed": [{"id": sid, "error": why} for sid, why in report.failed],
-        "events": report.events,
-        "audit_rows": report.audit_rows,
-        "seconds": round(report.seconds, 3),
-    }
+    doc = report.to_json()
 
     def lines() -> Iterator[str]:
         skipped = ", ".join(f"{k} {n}" for k, n in sorted(report.skipped.items())) or "0"

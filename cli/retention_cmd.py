@@ -23,13 +23,12 @@ from typing import Any
 
 import click
 
-import retention
-from cli.context import DURATION, CliContext, Refused, json_option, pass_cli, stdin_is_terminal
-from cli.retention_render import history_lines, plan_lines, report_lines
-from retention.daemon import DEFAULT_JITTER, RoundResult, daemon_owner
-from retention.history import DEFAULT_HISTORY_LIMIT
-from sqlstore import clock
+from sqlstore import clock, retention
 from sqlstore.errors import StoreError
+from sqlstore.retention import DEFAULT_HISTORY_LIMIT, DEFAULT_JITTER, RoundResult, daemon_owner
+
+from .context import DURATION, CliContext, Refused, json_option, pass_cli, stdin_is_terminal
+from .retention_render import history_lines, plan_lines, report_lines
 
 CONFIG_ENVVAR = "SQLSTORE_RETENTION_CONFIG"
 """Environment variable naming the policy file when ``--config`` is not given."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import retention
-from cli import render
-from retention.history import RunRecord
-from sqlstore import clock
+from sqlstore import clock, retention
+from sqlstore.retention import RunRecord
+
+from . import render
 
 
 def plan_lines(plan: retention.Plan) -> Iterator[str]:

@@ -17,8 +17,15 @@ from types import FrameType
 
 import click
 
-from cli import checkpoint_render, render
-from cli.context import (
+from sqlstore import clock, snapshot
+from sqlstore.checkpoints import CheckpointEntry, CheckpointQuery, ThreadSummary
+from sqlstore.errors import MetadataCursorRestart
+from sqlstore.inventory import SessionMeta
+from sqlstore.model import Kind, Principal, State
+from sqlstore.ports import CheckpointStore, Store
+
+from . import checkpoint_render, render
+from .context import (
     DURATION,
     CliContext,
     Refused,
@@ -26,12 +33,6 @@ from cli.context import (
     pass_cli,
     stdin_is_terminal,
 )
-from sqlstore import clock, snapshot
-from sqlstore.checkpoints import CheckpointEntry, CheckpointQuery, ThreadSummary
-from sqlstore.errors import MetadataCursorRestart
-from sqlstore.inventory import SessionMeta
-from sqlstore.model import Kind, Principal, State
-from sqlstore.ports import CheckpointStore, Store
 
 LS_PAGE_SIZE = 200
 """Rows fetched per ``sessions.page`` call while listing."""

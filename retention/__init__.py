@@ -1,5 +1,8 @@
 """Retention: delete stale sessions by modification time, safely.
 
+Installed as ``sqlstore.retention`` (in a checkout also importable as
+``retention``); modules here import each other relatively.
+
 * :mod:`retention.policy` — :class:`Policy` / :class:`Rule`, TOML loading, durations;
 * :mod:`retention.planner` — the pure planner (:func:`plan_rows`) and :func:`plan`;
 * :mod:`retention.sweep` — :func:`sweep`, conditional deletes in short, paced transactions;
@@ -9,11 +12,19 @@
 
 from __future__ import annotations
 
-from retention.daemon import DAEMON_LEASE_NAME, install_stop_handlers, run_daemon, sweep_round
-from retention.history import RunRecord, list_runs, record_run
-from retention.pacing import Pacing
-from retention.planner import Plan, PlanCounts, PlanEntry, plan, plan_rows
-from retention.policy import (
+from .daemon import (
+    DAEMON_LEASE_NAME,
+    DEFAULT_JITTER,
+    RoundResult,
+    daemon_owner,
+    install_stop_handlers,
+    run_daemon,
+    sweep_round,
+)
+from .history import DEFAULT_HISTORY_LIMIT, RunRecord, list_runs, record_run
+from .pacing import Pacing
+from .planner import Plan, PlanCounts, PlanEntry, plan, plan_rows
+from .policy import (
     DEFAULT_CONFIG,
     DEFAULT_POLICY,
     Policy,
@@ -25,11 +36,13 @@ from retention.policy import (
     load_policy,
     parse_duration,
 )
-from retention.sweep import Report, sweep
+from .sweep import Report, sweep
 
 __all__ = [
     "DAEMON_LEASE_NAME",
     "DEFAULT_CONFIG",
+    "DEFAULT_HISTORY_LIMIT",
+    "DEFAULT_JITTER",
     "DEFAULT_POLICY",
     "Pacing",
     "Plan",
@@ -39,8 +52,10 @@ __all__ = [
     "PolicyError",
     "Report",
     "RetentionConfig",
+    "RoundResult",
     "Rule",
     "RunRecord",
+    "daemon_owner",
     "format_duration",
     "install_stop_handlers",
     "list_runs",

@@ -30,14 +30,15 @@ from datetime import datetime, timedelta
 from types import FrameType
 from typing import Literal
 
-from retention.history import record_run, run_record
-from retention.planner import Plan, plan
-from retention.policy import Policy
-from retention.sweep import Report, sweep
 from sqlstore import clock
 from sqlstore.errors import LeaseHeld, StoreError
 from sqlstore.inventory import Lease
 from sqlstore.ports import Store
+
+from .history import record_run, run_record
+from .planner import Plan, plan
+from .policy import Policy
+from .sweep import Report, sweep
 
 DAEMON_LEASE_NAME = "sqlstore:retention-daemon"
 """The lease a daemon holds while it sweeps (one sweeper per store)."""

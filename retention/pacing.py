@@ -1,4 +1,4 @@
-"""How a sweep of a SQLite file shares the write lock and the disk with other writers.
+"""How a sweep shares a file's write lock and the disk with other writers (SQLite).
 
 The reasons and the durability argument are in the :mod:`retention.sweep` module
 doc and in docs/retention.md ("Large prunes next to running agents"); this
@@ -23,12 +23,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from sqlstore.errors import StoreError
-
-if TYPE_CHECKING:
-    from sqlstore.sqlite import SQLiteStore
+from sqlstore.ports import Housekeeping
 
 SWEEP_HOLD_BUDGET_MS = 0.25
 """A deletion transaction takes no new entry once it has held the write lock this long."""
@@ -81,23 +77,14 @@ class Pacing:
         return max(self.pause_min_s, worked_s * (1 - self.duty_cycle) / self.duty_cycle)
 
 
-def deletion_store(store: SQLiteStore, pacing: Pacing) -> SQLiteStore | None:
-    """Open the store a paced sweep deletes through; None means ``store`` itself.
+def deletion_store(housekeeping: Housekeeping, pacing: Pacing) -> Housekeeping | None:
+    """Open the handle a paced sweep deletes through; None means the store's own.
 
-    Unless ``pacing.durable_deletes``, a store opened with ``durability="full"``
-    gets a second handle on the same file with ``durability="normal"``, whose
-    commits do not wait for the disk (see the module doc). The caller closes it.
+    Unless ``pacing.durable_deletes``, a store whose commits wait for the disk
+    (SQLite with ``durability="full"``) gives a second handle on the same data
+    whose commits do not (:meth:`~sqlstore.ports.Housekeeping.unsynced`; see the
+    module doc of :mod:`retention.sweep`). The caller syncs and closes it.
     """
-    from sqlstore.sqlite import SQLiteStore
-
-    if pacing.durable_deletes or store.db.durability != "full" or store.db.closed:
+    if pacing.durable_deletes:
         return None
-    try:
-        return SQLiteStore(
-            store.path,
-            durability="normal",
-            create=False,
-            busy_timeout_ms=store.db.busy_timeout_ms,
-        )
-    except StoreError:
-        return None  # deleting through the caller's handle still works
+    return housekeeping.unsynced()

@@ -45,12 +45,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from retention.policy import Policy, Rule
 from sqlstore import clock
 from sqlstore.errors import InvalidSessionMetadata
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, State, validate_kind
 from sqlstore.ports import Store
+
+from .policy import Policy, Rule
 
 Reason = Literal["age", "cap"]
 """Why a session is in a plan."""

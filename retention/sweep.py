@@ -21,12 +21,14 @@ lock for every process. A writer that finds it taken sleeps in its busy handler
 (:class:`~sqlstore.sqlite.connection.BusyWait`: 0.5 to 4 ms) and tries again.
 A sweep that deleted one entry per transaction back to back took the lock again
 microseconds after each commit, so another process's append kept waking up to a
-taken lock (28 ms p99 appends during a 100,000-session prune instead of 0.8 ms);
+taken lock (its p99 grew by more than an order of magnitude during a large prune;
+the figures are in docs/benchmarks.md);
 every deletion also paid a commit, and the WAL filled up so fast that the
 automatic checkpoint (run by whichever connection commits past 1,000 WAL pages,
 often the agent's) kept landing in the agents' appends. So a sweep of a
-:class:`~sqlstore.SQLiteStore` is paced (:class:`Pacing`; other stores delete one
-entry per call, as before):
+store with ``housekeeping`` (:class:`~sqlstore.ports.Housekeeping`; of the
+shipped backends, :class:`~sqlstore.SQLiteStore`) is paced (:class:`Pacing`;
+other stores delete one entry per call, as before):
 
 The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing`.
 
@@ -69,7 +71,9 @@ The tunables and :class:`~retention.pacing.Pacing` are in :mod:`retention.pacing
   :func:`~retention.daemon.sweep_round` writes through the caller's durable
   handle. Before it returns the sweep fsyncs the WAL itself (a checkpoint that
   cannot copy everything, say while a reader holds an old snapshot, does not
-  sync it), so the deletions a finished sweep reports are on disk.
+  sync it), so the deletions a finished sweep reports are on disk — also when
+  the caller's own store was opened ``durability="normal"`` (found by the
+  power-cut battery, ``tests/reliability/test_powercut.py``).
 
 After a sweep that deleted something, a store with a file (SQLiteStore)
 checkpoints its WAL and runs an incremental vacuum so the file shrinks, in
@@ -79,20 +83,17 @@ report the bytes on disk of the database file plus its WAL (0 for MemoryStore).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from retention.pacing import Pacing, deletion_store
-from retention.planner import Plan, PlanEntry
-from sqlstore.errors import StoreError
-from sqlstore.ports import Store
+from sqlstore.errors import PruneUnsupported, StoreError
+from sqlstore.ports import Housekeeping, Store, housekeeping_of
 
-if TYPE_CHECKING:
-    from sqlstore.sqlite import SQLiteStore
+from .pacing import Pacing, deletion_store
+from .planner import Plan, PlanEntry
 
 MAX_CONSECUTIVE_FAILURES = 20
 """Failed deletions in a row after which a sweep gives up."""
@@ -149,45 +150,37 @@ class Report:
 
 
 def store_file_size(store: object) -> int:
-    """Return the bytes on disk of a store's database file plus its WAL (0 without a file)."""
-    from sqlstore.sqlite import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        from sqlstore.sqlite.maintenance import file_sizes
-
-        main, wal = file_sizes(store.path)
-        return main + wal
-    return 0
+    """Return the bytes on disk of a store (database file plus WAL; 0 without housekeeping)."""
+    housekeeping = housekeeping_of(store)
+    return 0 if housekeeping is None else housekeeping.file_size()
 
 
 def shrink(store: object, pacing: Pacing | None = None) -> bool:
     """Checkpoint the WAL and return free pages to the file system; False without a file.
 
-    Uses ``auto_vacuum=INCREMENTAL`` (``PRAGMA incremental_vacuum``), which only
-    moves free pages, not the whole file as ``VACUUM`` would. With ``pacing``
-    (as :func:`sweep` does) it moves ``pacing.vacuum_step_pages`` pages per
-    write transaction and pauses after each step as after a deletion
-    transaction, so other writers get the lock in between.
+    Uses the store's :class:`~sqlstore.ports.Housekeeping` (for SQLite,
+    ``auto_vacuum=INCREMENTAL``: ``PRAGMA incremental_vacuum`` only moves free
+    pages, not the whole file as ``VACUUM`` would). With ``pacing`` (as
+    :func:`sweep` does) it moves ``pacing.vacuum_step_pages`` pages per write
+    transaction and pauses after each step as after a deletion transaction, so
+    other writers get the lock in between.
 
     Raises:
         StoreError: the maintenance could not run (for example ``StoreBusy``).
     """
-    from sqlstore.sqlite import SQLiteStore
+    housekeeping = housekeeping_of(store)
+    if housekeeping is None:
+        return False
+    if pacing is None:
+        housekeeping.shrink()
+    else:
+        paced = pacing
 
-    if isinstance(store, SQLiteStore):
-        from sqlstore.sqlite.maintenance import vacuum
+        def pause(step_s: float) -> None:
+            paced.sleep(paced.pause_after(step_s))
 
-        if pacing is None:
-            vacuum(store, incremental=True)
-        else:
-            paced = pacing
-
-            def pause(step_s: float) -> None:
-                paced.sleep(paced.pause_after(step_s))
-
-            vacuum(store, incremental=True, step_pages=paced.vacuum_step_pages, between_steps=pause)
-        return True
-    return False
+        housekeeping.shrink(step_pages=paced.vacuum_step_pages, between_steps=pause)
+    return True
 
 
 @dataclass(slots=True)
@@ -261,12 +254,10 @@ def _sweep_each(
             return
 
 
-def _checkpoint(store: SQLiteStore, tally: _Tally) -> None:
+def _checkpoint(housekeeping: Housekeeping, tally: _Tally) -> None:
     """Copy the WAL into the file without blocking anyone; a failure is reported once."""
-    from sqlstore.sqlite.maintenance import checkpoint
-
     try:
-        checkpoint(store)
+        housekeeping.checkpoint()
     except StoreError as exc:
         message = f"checkpoint during the sweep failed: {exc}"
         if message not in tally.errors and len(tally.errors) < MAX_REPORTED_ERRORS:
@@ -274,48 +265,34 @@ def _checkpoint(store: SQLiteStore, tally: _Tally) -> None:
 
 
 def _sweep_paced(
-    store: SQLiteStore,
+    store: Store,
+    housekeeping: Housekeeping,
     plan: Plan,
     tally: _Tally,
     stop: threading.Event | None,
     heartbeat: Callable[[], None] | None,
     pacing: Pacing,
 ) -> None:
-    """Sweep through :func:`deletion_store`, make its deletions durable, then close it."""
-    deleter = deletion_store(store, pacing)
+    """Sweep through :func:`deletion_store`, make the deletions durable, then close it."""
+    deleter = deletion_store(housekeeping, pacing)
     try:
-        _sweep_batches(store, deleter or store, plan, tally, stop, heartbeat, pacing)
+        _sweep_batches(store, deleter or housekeeping, plan, tally, stop, heartbeat, pacing)
     finally:
+        if tally.deleted:
+            # Also when the store's own handle deleted (a SQLite store opened
+            # "normal"): its commits are not synced either, and the deletions
+            # the sweep reports must survive a power loss too.
+            try:
+                (deleter or housekeeping).sync()  # every reported deletion is on disk
+            except StoreError as exc:
+                tally.errors.append(str(exc))
         if deleter is not None:
-            if tally.deleted:
-                _sync_wal(store.path, tally)
             deleter.close()
 
 
-def _sync_wal(path: str, tally: _Tally) -> None:
-    """fsync the WAL the unsynced handle wrote, so every reported deletion is on disk.
-
-    fsync applies to the file, whichever descriptor it comes through; a WAL that
-    a checkpoint already reset needs nothing (checkpoints sync what they copy).
-    """
-    try:
-        fd = os.open(path + "-wal", os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        tally.errors.append(f"could not open the WAL to make the deletions durable: {exc}")
-        return
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        tally.errors.append(f"could not make the deletions durable (fsync of the WAL): {exc}")
-    finally:
-        os.close(fd)
-
-
 def _sweep_batches(
-    store: SQLiteStore,
-    deleter: SQLiteStore,
+    store: Store,
+    deleter: Housekeeping,
     plan: Plan,
     tally: _Tally,
     stop: threading.Event | None,
@@ -338,7 +315,7 @@ def _sweep_batches(
             try:
                 held = store.leases.held()
                 todo = [entry for entry in batch if entry.meta.id not in held]
-                outcomes = deleter.sessions.delete_many_if_unchanged(
+                outcomes = deleter.delete_many_if_unchanged(
                     [entry.meta for entry in todo],
                     budget_s=pacing.hold_budget_s,
                     timer=pacing.timer,
@@ -386,17 +363,25 @@ def sweep(
             :class:`Pacing`); ignored by stores without a file.
 
     Raises:
+        PruneUnsupported: the store's backend cannot delete conditionally (its
+            ``sessions`` has no ``delete_if_unchanged``); nothing was deleted.
         StoreError: the file size could not be read before the sweep started.
     """
-    from sqlstore.sqlite import SQLiteStore
-
+    if not callable(getattr(store.sessions, "delete_if_unchanged", None)):
+        raise PruneUnsupported(
+            f"{type(store).__name__} cannot delete sessions safely "
+            "(its sessions have no delete_if_unchanged)",
+            hint="Retention needs a backend that passes ConditionalPruneSuite "
+            "(sqlstore.conformance); SQLite, Redis and memory stores do.",
+        )
     started = time.perf_counter()
     bytes_before = store_file_size(store)
     tally = _Tally()
     paced: Pacing | None = None
-    if isinstance(store, SQLiteStore):
+    housekeeping = housekeeping_of(store)
+    if housekeeping is not None:
         paced = pacing or Pacing()
-        _sweep_paced(store, plan, tally, stop, heartbeat, paced)
+        _sweep_paced(store, housekeeping, plan, tally, stop, heartbeat, paced)
     else:
         _sweep_each(store, plan, tally, stop, heartbeat)
     errors = tally.errors

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sqlstore.audit import ToolCallRecord
+from sqlstore.changes import Applied
 from sqlstore.events import Event, LogRecord
 from sqlstore.fold import SessionSeed, fold
 from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # the Redis backend is optional (extra `redis`); imported laz
 __version__ = "0.1.0"
 
 __all__ = [
+    "Applied",
     "Ask",
     "Counters",
     "Event",

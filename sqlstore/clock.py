@@ -13,8 +13,7 @@ from datetime import UTC, datetime, timedelta
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
-    r"(Z|z|[+-]\d{2}:\d{2})$",
-    re.ASCII,  # \d is [0-9] only: int() would read other scripts' digits too
+    r"(Z|z|[+-]\d{2}:\d{2})$"
 )
 
 

@@ -41,8 +41,40 @@ class SessionAlreadyExists(StoreError):
         self.session_id = session_id
 
 
+class VersionConflict(StoreError):
+    """A conditional write found another stored version (or no session); nothing was changed.
+
+    ``stored_version`` is the version stored when the write was refused, ``None``
+    when the session has no snapshot; ``expected_version`` is what the caller passed.
+    """
+
+    default_hint = (
+        "Another writer changed the session first: reload it with "
+        "`sessions.load_versioned(id)`, redo the change, and retry with the version it returns."
+    )
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        expected_version: int,
+        stored_version: int | None,
+        hint: str | None = None,
+    ) -> None:
+        if expected_version == 0:
+            wanted = "expected no stored session"
+        else:
+            wanted = f"expected version {expected_version}"
+        found = "none is stored" if stored_version is None else f"found version {stored_version}"
+        message = f"version conflict on session {session_id!r}: {wanted}, {found}"
+        super().__init__(message, hint=hint)
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.stored_version = stored_version
+
+
 class PruneUnsupported(StoreError):
-    """The backend cannot delete sessions."""
+    """The backend cannot delete sessions safely (``retention.sweep`` raises it up front)."""
 
 
 class CursorMalformed(StoreError, ValueError):

@@ -3,18 +3,33 @@
 A backend is one object with four parts — ``sessions``, ``events``, ``audit``,
 ``leases`` — plus ``close()`` and the context-manager protocol. The behaviour
 behind each method is pinned by :mod:`sqlstore.conformance`.
+
+Optional capabilities are further parts a backend may offer, each a protocol
+here, implemented in the backend's own package and found on the store by
+attribute, ``None`` (or absent) where the backend has none:
+
+* ``store.imports`` — :class:`ImportTarget`, what ``sqlstore migrate`` and
+  ``copy_store`` write through;
+* ``store.history`` — :class:`SweepHistory`, the record of retention sweeps;
+* ``store.housekeeping`` — :class:`Housekeeping`, what a large sweep needs from a
+  backend whose writers share one file lock (pacing inputs, checkpoint, shrink,
+  file size).
+
+Code that uses a capability asks for it (:func:`imports_of`, :func:`history_of`,
+:func:`housekeeping_of`) and never tests the store's type.
 """
 
 from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from sqlstore.audit import ToolCallRecord
+from sqlstore.changes import Applied
 from sqlstore.checkpoints import (
     ChannelBlob,
     CheckpointEntry,
@@ -27,6 +42,8 @@ from sqlstore.checkpoints import (
     ThreadSummary,
 )
 from sqlstore.events import Event, LogRecord
+from sqlstore.history import RunRecord
+from sqlstore.imports import BatchEntry, ItemRow
 from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
 from sqlstore.model import Principal
 from sqlstore.session import Session
@@ -36,8 +53,15 @@ from sqlstore.session import Session
 class SessionStore(Protocol):
     """Snapshots keyed by session id, with creation, listing, paging and pruning."""
 
-    def save(self, session: Session) -> None:
-        """Replace the snapshot (durable at return); bumps ``modified_at`` and ``version``."""
+    def save(self, session: Session, *, expected_version: int | None = None) -> int:
+        """Replace the snapshot (durable at return); return the new ``version``.
+
+        With ``expected_version`` (``0`` = must not exist) the save is conditional:
+        ``VersionConflict`` and nothing changed when the stored version differs.
+        """
+
+    def load_versioned(self, session_id: str) -> tuple[Session, int]:
+        """Return the snapshot and its version from one consistent read."""
 
     def load(self, session_id: str) -> Session:
         """Return an independent copy of the snapshot; ``SessionNotFound`` when missing."""
@@ -89,6 +113,15 @@ class EventLog(Protocol):
 
     def append_gap(self, session_id: str, reason: str) -> str:
         """Append a gap marker durably and return the cursor just after it."""
+
+    def append_events(self, session_id: str, events: Sequence[Event]) -> builtins.list[str]:
+        """Append a batch all or none (one transaction); return the cursor after each."""
+
+    def read_tail(self, session_id: str, limit: int) -> builtins.list[LogRecord]:
+        """Return the last ``limit`` records in append order, by index seek."""
+
+    def read_before(self, session_id: str, before: str, *, limit: int) -> builtins.list[LogRecord]:
+        """Return at most ``limit`` records strictly before cursor ``before`` (``""`` = end)."""
 
     def read_after(
         self,
@@ -223,6 +256,17 @@ class Store(Protocol):
     @property
     def leases(self) -> LeaseTable: ...
 
+    def apply(
+        self,
+        session_id: str,
+        *,
+        snapshot: Session | None = None,
+        events: Sequence[Event] = (),
+        audit: Sequence[ToolCallRecord] = (),
+        expected_version: int | None = None,
+    ) -> Applied:
+        """Write snapshot, events and audit rows of one session as one atomic, durable unit."""
+
     def close(self) -> None:
         """Release every resource; idempotent."""
 
@@ -260,13 +304,131 @@ def owner_matches(row_owner: Principal | None, owner: Principal | None) -> bool:
     return row_owner is not None and owner is not None and row_owner.identity == owner.identity
 
 
-def iter_chunks(items: Iterable[str], size: int) -> Iterator[list[str]]:
-    """Yield lists of at most ``size`` items."""
-    chunk: list[str] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+class ImportTarget(Protocol):
+    """The write side of a migration job (``store.imports``).
+
+    "Exists": a session id exists when anything is stored under it — a
+    snapshot, an event log or audit rows (an id with only events, or only
+    audit rows, exists too).
+    Every backend answers :meth:`exists` and decides ``exists`` in
+    :meth:`write_batch` by this one rule, so an import never merges into, nor
+    silently replaces, data it did not write.
+    """
+
+    def load_items(self, job_id: str) -> dict[str, ItemRow]:
+        """Return the checkpoint rows of a job (empty for a new job)."""
+
+    def exists(self, session_id: str) -> bool:
+        """True when anything (snapshot, event log, audit rows) is stored under the id."""
+
+    def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
+        """Record the job as running (kept as is when it already exists).
+
+        Called before the job's first :meth:`write_batch`, and again by every
+        resumed run of the job.
+        """
+
+    def write_batch(
+        self, job_id: str, entries: builtins.list[BatchEntry], *, overwrite: bool, now_ns: int
+    ) -> builtins.list[str]:
+        """Write every entry and its checkpoint row; return the final outcomes, in order.
+
+        An entry with a payload whose session id exists (see :meth:`exists`) is
+        written as ``exists`` (payload dropped) unless ``overwrite``; then the
+        old snapshot, events and audit rows are replaced (and a replaced log
+        gets a new generation). Each session is written together with its
+        checkpoint row atomically: a crash leaves it whole or untouched.
+        """
+
+    def finish_job(self, job_id: str, state: str, now_ns: int) -> None:
+        """Record the job's final state."""
+
+
+class SweepHistory(Protocol):
+    """The record of retention sweeps (``store.history``), kept as durably as the store."""
+
+    def record(self, rec: RunRecord) -> RunRecord:
+        """Store one record (durable like every write) and return it with its new id.
+
+        Ids grow by one per record, starting at 1.
+        """
+
+    def list(self, limit: int) -> builtins.list[RunRecord]:
+        """Return the newest ``limit`` records (``limit > 0``), newest first."""
+
+
+class Housekeeping(Protocol):
+    """What a large sweep needs from a backend whose writers share one file lock.
+
+    A store with ``housekeeping`` is swept in paced batches (see
+    :mod:`retention.sweep`); one without is swept one entry per call.
+    """
+
+    def file_size(self) -> int:
+        """Return the bytes the store takes on disk (database file plus write-ahead log)."""
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the file without waiting for or blocking anyone."""
+
+    def shrink(
+        self, *, step_pages: int | None = None, between_steps: Callable[[float], None] | None = None
+    ) -> None:
+        """Return free space to the file system.
+
+        With ``step_pages``, that many pages per write transaction, calling
+        ``between_steps`` with each step's seconds (but the last) so the
+        caller can pause.
+        """
+
+    def delete_many_if_unchanged(
+        self,
+        expected: Sequence[SessionMeta],
+        *,
+        budget_s: float | None,
+        timer: Callable[[], float],
+    ) -> builtins.list[bool]:
+        """Run ``delete_if_unchanged`` on a prefix of ``expected`` in one transaction.
+
+        The transaction takes no new row once ``budget_s`` (read from
+        ``timer``) has passed, after at least one; returns one outcome per row
+        handled.
+        """
+
+    def unsynced(self) -> Housekeeping | None:
+        """Open a second handle on the same data whose commits do not wait for the disk.
+
+        None when this store's commits already do not wait (or the handle cannot
+        be opened). The caller closes it, after :meth:`sync` when it wrote.
+        """
+
+    def sync(self) -> None:
+        """Make every commit of any handle on this data durable (fsync of the log)."""
+
+    def close(self) -> None:
+        """Close a handle from :meth:`unsynced`; nothing for the store's own."""
+
+
+def imports_of(store: object) -> ImportTarget | None:
+    """Return the store's import target, or None when its backend has none.
+
+    A backend written before ``store.imports`` existed may offer an
+    ``import_target()`` method instead; it is honoured too.
+    """
+    target: ImportTarget | None = getattr(store, "imports", None)
+    if target is None:
+        factory = getattr(store, "import_target", None)
+        if callable(factory):
+            target = factory()
+    return target
+
+
+def history_of(store: object) -> SweepHistory | None:
+    """Return the store's sweep history, or None when its backend keeps none."""
+    history: SweepHistory | None = getattr(store, "history", None)
+    return history
+
+
+def housekeeping_of(store: object) -> Housekeeping | None:
+    """Return the store's housekeeping, or None when its backend needs none."""
+    housekeeping: Housekeeping | None = getattr(store, "housekeeping", None)
+    return housekeeping

@@ -117,7 +117,7 @@ def _records(
                     encoder = CursorEncoder(session_id, generation)
                 for row in rows:
                     position = row.pos
-                    yield _to_record(session_id, encoder(row.pos), row, live)
+                    yield to_record(session_id, encoder(row.pos), row, live)
                     if remaining > 0:
                         remaining -= 1
                         if remaining == 0:
@@ -131,7 +131,8 @@ def _records(
         source.close()
 
 
-def _to_record(session_id: str, cursor: str, row: RawRecord, live: bool) -> LogRecord:
+def to_record(session_id: str, cursor: str, row: RawRecord, live: bool) -> LogRecord:
+    """Build the ``LogRecord`` of one stored record (``StoreCorrupt`` if its bytes are damaged)."""
     if row.is_gap:
         reason = _gap_reason(session_id, row)
         return LogRecord(kind="gap", event=None, gap_reason=reason, cursor=cursor, live=live)

@@ -20,15 +20,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 BENCH = REPO_ROOT / "bench"
 SCRIPTS = [
     "append_single",
+    "append_batch",
     "append_threads",
     "append_procs",
     "read_events",
+    "read_tail",
     "follow_latency",
     "snapshot_save",
     "prune",
     "migrate",
     "peers",
     "redis_store",
+    "aio_append",
     "langgraph_saver",
 ]
 TIMEOUT_S = 120

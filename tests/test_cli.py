@@ -118,6 +118,42 @@ def test_json_global_and_per_command_agree(db: Path) -> None:
     assert json.loads(before.stdout)[0]["id"] == "s2"
 
 
+def test_db_is_accepted_after_the_command(db: Path, tmp_path: Path) -> None:
+    """`sqlstore ls --db X` reads X, as `sqlstore --db X ls` does, and wins over the global one."""
+    missing = str(tmp_path / "missing.db")
+    after = run("ls", "--db", str(db), "--json", env={"SQLSTORE_DB": missing})
+    assert after.exit_code == 0, after.output
+    assert ls_ids(after) == ["s2", "s1"]
+    both = run("--db", missing, "ls", "--db", str(db), "--json")
+    assert ls_ids(both) == ["s2", "s1"]
+    wrong = run("--db", str(db), "ls", "--db", missing)
+    assert wrong.exit_code == 1
+    assert "missing.db" in wrong.stderr
+
+
+def test_db_after_the_command_on_every_command() -> None:
+    """Every command, also inside the retention group, takes `--db` after its name."""
+
+    def commands(group: click.Group) -> Iterator[click.Command]:
+        for command in group.commands.values():
+            yield command
+            if isinstance(command, click.Group):
+                yield from commands(command)
+
+    for command in commands(cli):
+        assert any("--db" in param.opts for param in command.params), command.name
+
+
+def test_db_after_a_group_subcommand(db: Path) -> None:
+    """`sqlstore retention history --db X` reads X (and names X when it is missing)."""
+    missing = str(db.parent / "missing.db")
+    result = run("--db", missing, "retention", "history", "--db", str(db), "--json")
+    assert result.exit_code == 0, result.output
+    wrong = run("--db", str(db), "retention", "history", "--db", missing)
+    assert wrong.exit_code == 1
+    assert "missing.db" in wrong.stderr
+
+
 def test_verbose_prints_diagnostics_on_stderr(db: Path) -> None:
     """`-v` adds diagnostic lines on stderr and leaves stdout machine-readable."""
     result = run("--db", str(db), "-v", "--json", "ls")

@@ -6,14 +6,22 @@ from pathlib import Path
 
 from sqlstore import MemoryStore
 from sqlstore.conformance import (
+    ApplySuite,
+    AuditQuerySuite,
+    BatchSuite,
     CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 
@@ -59,6 +67,38 @@ class TestMemoryEventLog(MemoryFactories, EventLogSuite):
 
 class TestMemoryCursor(MemoryFactories, CursorSuite):
     """CursorSuite on MemoryStore (the two handles are one object)."""
+
+
+class TestMemoryLeases(MemoryFactories, LeaseSuite):
+    """LeaseSuite on MemoryStore."""
+
+
+class TestMemoryAuditQuery(MemoryFactories, AuditQuerySuite):
+    """AuditQuerySuite on MemoryStore."""
+
+
+class TestMemoryImportTarget(MemoryFactories, ImportTargetSuite):
+    """ImportTargetSuite on MemoryStore."""
+
+
+class TestMemorySweepHistory(MemoryFactories, SweepHistorySuite):
+    """SweepHistorySuite on MemoryStore."""
+
+
+class TestMemoryBatch(MemoryFactories, BatchSuite):
+    """BatchSuite on MemoryStore."""
+
+
+class TestMemoryTail(MemoryFactories, TailSuite):
+    """TailSuite on MemoryStore."""
+
+
+class TestMemoryVersion(MemoryFactories, VersionSuite):
+    """VersionSuite on MemoryStore."""
+
+
+class TestMemoryApply(MemoryFactories, ApplySuite):
+    """ApplySuite on MemoryStore."""
 
 
 class TestMemoryCheckpoints(MemoryFactories, CheckpointSuite):

@@ -8,15 +8,23 @@ import pytest
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 from sqlstore.conformance import (
+    ApplySuite,
+    AuditQuerySuite,
+    BatchSuite,
     CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 from sqlstore.redis import RedisStore
@@ -71,6 +79,38 @@ class TestRedisEventLog(RedisFactories, EventLogSuite):
 
 class TestRedisCursor(RedisFactories, CursorSuite):
     """CursorSuite on RedisStore, including a second handle and a second OS process."""
+
+
+class TestRedisLeases(RedisFactories, LeaseSuite):
+    """LeaseSuite on RedisStore."""
+
+
+class TestRedisAuditQuery(RedisFactories, AuditQuerySuite):
+    """AuditQuerySuite on RedisStore."""
+
+
+class TestRedisImportTarget(RedisFactories, ImportTargetSuite):
+    """ImportTargetSuite on RedisStore."""
+
+
+class TestRedisSweepHistory(RedisFactories, SweepHistorySuite):
+    """SweepHistorySuite on RedisStore."""
+
+
+class TestRedisBatch(RedisFactories, BatchSuite):
+    """BatchSuite on RedisStore."""
+
+
+class TestRedisTail(RedisFactories, TailSuite):
+    """TailSuite on RedisStore."""
+
+
+class TestRedisVersion(RedisFactories, VersionSuite):
+    """VersionSuite on RedisStore."""
+
+
+class TestRedisApply(RedisFactories, ApplySuite):
+    """ApplySuite on RedisStore."""
 
 
 class TestRedisCheckpoints(RedisFactories, CheckpointSuite):

@@ -6,15 +6,23 @@ from pathlib import Path
 
 from sqlstore import SQLiteStore
 from sqlstore.conformance import (
+    ApplySuite,
+    AuditQuerySuite,
+    BatchSuite,
     CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
     EventLogSuite,
+    ImportTargetSuite,
+    LeaseSuite,
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
     StoreSuite,
+    SweepHistorySuite,
+    TailSuite,
+    VersionSuite,
 )
 from sqlstore.ports import Store
 
@@ -62,6 +70,38 @@ class TestSQLiteEventLog(SQLiteFactories, EventLogSuite):
 
 class TestSQLiteCursor(SQLiteFactories, CursorSuite):
     """CursorSuite on SQLiteStore, including a second handle and a second OS process."""
+
+
+class TestSQLiteLeases(SQLiteFactories, LeaseSuite):
+    """LeaseSuite on SQLiteStore."""
+
+
+class TestSQLiteAuditQuery(SQLiteFactories, AuditQuerySuite):
+    """AuditQuerySuite on SQLiteStore."""
+
+
+class TestSQLiteImportTarget(SQLiteFactories, ImportTargetSuite):
+    """ImportTargetSuite on SQLiteStore."""
+
+
+class TestSQLiteSweepHistory(SQLiteFactories, SweepHistorySuite):
+    """SweepHistorySuite on SQLiteStore."""
+
+
+class TestSQLiteBatch(SQLiteFactories, BatchSuite):
+    """BatchSuite on SQLiteStore, with a second OS process and kill -9 mid-batch."""
+
+
+class TestSQLiteTail(SQLiteFactories, TailSuite):
+    """TailSuite on SQLiteStore."""
+
+
+class TestSQLiteVersion(SQLiteFactories, VersionSuite):
+    """VersionSuite on SQLiteStore."""
+
+
+class TestSQLiteApply(SQLiteFactories, ApplySuite):
+    """ApplySuite on SQLiteStore."""
 
 
 class TestSQLiteCheckpoints(SQLiteFactories, CheckpointSuite):

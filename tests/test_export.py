@@ -145,6 +145,37 @@ def test_runlog_session_survives_export_to_mecatl_and_back(tmp_path: Path) -> No
         assert second.sessions.meta(stored.id).modified_at == stored.modified_at
 
 
+def test_mecatl_export_writes_actor_as_object_or_null(tmp_path: Path) -> None:
+    """`sqlstore export --format mecatl` writes `"Actor": null` without an actor (never `""`)."""
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    db = tmp_path / "s.db"
+    actor = {"Issuer": "https://idp.example", "Subject": "agent-7"}
+    events = [
+        Event(type="note", seq=1, text="no actor"),
+        Event(type="note", seq=2, text="an actor", data={"actor": actor}),
+        Event(type="note", seq=3, text="a string actor", data={"actor": "someone"}),
+    ]
+    with SQLiteStore(db) as store:
+        store.sessions.save(Session.new("act"))
+        for event in events:
+            store.events.append_event("act", event)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli, ["--db", str(db), "export", "--format", "mecatl", "--out", str(out), "--all"]
+    )
+    assert result.exit_code == 0, result.output
+    (events_file,) = (out / "sid-v2").glob("*.events.jsonl")
+    lines = [json.loads(line) for line in events_file.read_text().splitlines()]
+    actors = [line["ev"]["Actor"] for line in lines if line.get("v") == "eventlog-json/1"]
+    assert actors == [None, actor, None]
+    target = MemoryStore()
+    assert run_migration(target, out).ok
+    assert list(target.events.read("act")) == events
+
+
 def test_export_never_overwrites_and_reports_the_session(tmp_path: Path) -> None:
     """An existing file at the target path makes that session fail; the file is untouched."""
     store = MemoryStore()

@@ -70,3 +70,27 @@ def test_import_directory_into_another_store(tmp_path: Path) -> None:
     assert not (tmp_path / "unused.db").exists()
     with SQLiteStore(target) as store:
         assert store.sessions.list()
+
+
+def test_copy_report_to_json_is_what_the_cli_prints(tmp_path: Path) -> None:
+    """``CopyReport.to_json()`` gives the counts and failures, the same document as ``--json``."""
+    from sqlstore import MemoryStore
+    from sqlstore.migrate import copy_store
+
+    _fill(tmp_path / "a.db", 3)
+    with SQLiteStore(tmp_path / "a.db") as src, MemoryStore() as dst:
+        dst.sessions.save(Session.new("s1", title="already here"))
+        doc = copy_store(src, dst).to_json()
+    assert json.loads(json.dumps(doc)) == doc
+    assert (doc["copied"], doc["skipped"], doc["failed"]) == (2, {"exists": 1}, [])
+    assert (doc["events"], doc["audit_rows"]) == (4, 2)
+    assert isinstance(doc["job_id"], str) and doc["job_id"].startswith("copy-")
+    cli_doc = json.loads(
+        CliRunner()
+        .invoke(
+            cli,
+            ["--db", str(tmp_path / "a.db"), "migrate", "--to", str(tmp_path / "b.db"), "--json"],
+        )
+        .output
+    )
+    assert set(cli_doc) == set(doc)

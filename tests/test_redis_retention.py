@@ -76,35 +76,6 @@ def test_plan_protects_leased_sessions(store: RedisStore) -> None:
         assert [e.meta.id for e in plan(store, CHILD_AGE).entries] == ["s"]
 
 
-def test_retention_run_history_round_trips(store: RedisStore) -> None:
-    """Sweep records are stored in Redis with growing ids and listed newest first."""
-    from sqlstore.redis import retention_runs
-
-    ids = [
-        retention_runs.record_run(
-            store,
-            started_at_ns=index,
-            ended_at_ns=index + 5,
-            policy_hash="p",
-            planned=index,
-            deleted=index,
-            changed=0,
-            failed=0,
-            dry_run=index == 1,
-            detail="{}",
-        )
-        for index in range(3)
-    ]
-    assert ids == sorted(ids) and len(set(ids)) == 3
-    rows = retention_runs.list_runs(store, 2)
-    assert [r["id"] for r in rows] == ids[::-1][:2]
-    assert rows[0]["ended_at_ns"] == 7 and rows[1]["dry_run"] == 1
-    assert set(rows[0]) == {
-        "id", "started_at_ns", "ended_at_ns", "policy_hash", "planned", "deleted",
-        "changed", "failed", "dry_run", "detail",
-    }  # fmt: skip
-
-
 def test_sweep_round_history_is_kept_in_redis(store: RedisStore, redis_url: str) -> None:  # noqa: F811
     """A recorded sweep is read back through retention.history by a second RedisStore handle."""
     from retention.history import list_runs, record_run, run_record

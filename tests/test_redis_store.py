@@ -23,7 +23,6 @@ from sqlstore import Event, Session, ToolCallRecord
 from sqlstore.conformance.fixtures import ALICE
 from sqlstore.errors import (
     CursorExpired,
-    LeaseHeld,
     SessionAlreadyExists,
     SessionNotFound,
     StoreClosed,
@@ -268,32 +267,6 @@ def test_audit_query_filters_across_sessions(store: RedisStore) -> None:
     assert [r.call_id for r in store.audit.query()] == ["2"]
 
 
-def test_leases_fence_and_expire(store: RedisStore) -> None:
-    """Tokens grow on every takeover (also after release); another owner waits for expiry."""
-    with freeze_time(T0) as frozen:
-        first = store.leases.acquire("l", "a", timedelta(seconds=30))
-        assert store.leases.acquire("l", "a", timedelta(seconds=30)).token == first.token
-        with pytest.raises(LeaseHeld):
-            store.leases.acquire("l", "b", timedelta(seconds=30))
-        assert store.leases.held() == {"l"}
-        renewed = store.leases.renew(first, timedelta(seconds=60))
-        assert renewed.expires_at == T0 + timedelta(seconds=60)
-        frozen.tick(timedelta(seconds=61))
-        assert store.leases.held() == set()
-        with pytest.raises(LeaseHeld):
-            store.leases.renew(first, timedelta(seconds=10))
-        second = store.leases.acquire("l", "b", timedelta(seconds=30))
-        assert second.token > first.token
-        store.leases.release(first)  # stale token: no effect
-        assert store.leases.held() == {"l"}
-        store.leases.release(second)
-        assert store.leases.held() == set()
-        third = store.leases.acquire("l", "a", timedelta(seconds=30))
-        assert third.token > second.token
-        with pytest.raises(ValueError):
-            store.leases.acquire("l", "a", timedelta(0))
-
-
 def test_follow_survives_idle_slices_and_stops(store: RedisStore) -> None:
     """A parked follower wakes for a new append after idle slices and ends cleanly on stop."""
     stop = threading.Event()
@@ -357,16 +330,3 @@ def test_out_of_memory_create_leaves_nothing(tiny_server: RedisServer) -> None:
         with pytest.raises(SessionAlreadyExists):
             opened.sessions.create(Session.new("late"))
         assert [s.id for s in opened.sessions.list()] == ["late"]
-
-
-def test_live_lease_blocks_conditional_delete(store: RedisStore) -> None:
-    """delete_if_unchanged spares a session with a live lease, and deletes it once released."""
-    store.sessions.save(Session.new("leased"))
-    row = store.sessions.meta("leased")
-    lease = store.leases.acquire("leased", "worker", timedelta(minutes=5))
-    assert store.sessions.delete_if_unchanged(row) is False
-    assert store.sessions.meta("leased") == row
-    store.leases.release(lease)
-    assert store.sessions.delete_if_unchanged(row) is True
-    with pytest.raises(SessionNotFound):
-        store.sessions.load("leased")

@@ -209,3 +209,44 @@ def test_appends_keep_flowing_during_a_large_prune(tmp_path: Path) -> None:
         assert report.failed == 0
         assert appended_while_sweeping > 0
         assert len(list(agent.events.read("live"))) >= appended_while_sweeping
+
+
+class _NoConditionalDelete:
+    """A third-party store whose sessions can list and delete but not delete conditionally."""
+
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner
+        self.events = inner.events
+        self.audit = inner.audit
+        self.leases = inner.leases
+        self.sessions = _Sessions(inner)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _Sessions:
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner.sessions
+        self.save = self._inner.save
+        self.load = self._inner.load
+        self.delete = self._inner.delete
+        self.meta = self._inner.meta
+        self.iter_meta = self._inner.iter_meta
+
+
+def test_a_backend_without_conditional_delete_is_refused_up_front() -> None:
+    """``sweep`` raises ``PruneUnsupported`` (with a hint) before deleting anything."""
+    from sqlstore import MemoryStore
+    from sqlstore.errors import PruneUnsupported
+
+    inner = MemoryStore()
+    for sid in ("a", "b"):
+        put(inner, sid, T0 - timedelta(days=30))
+    store = _NoConditionalDelete(inner)
+    the_plan = plan(store, Policy(child=Rule(max_age=timedelta(days=1))), now=T0)  # type: ignore[arg-type]
+    assert len(the_plan.entries) == 2
+    with pytest.raises(PruneUnsupported) as raised:
+        sweep(store, the_plan)  # type: ignore[arg-type]
+    assert "delete_if_unchanged" in str(raised.value) and raised.value.hint
+    assert sorted(s.id for s in inner.sessions.list()) == ["a", "b"]

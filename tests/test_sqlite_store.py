@@ -281,22 +281,6 @@ def test_iter_meta_streams_oldest_first(tmp_path: Path) -> None:
         assert ids == [f"s{n:02d}" for n in range(25)]
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
-def test_delete_if_unchanged_spares_a_leased_session(tmp_path: Path, backend: str) -> None:
-    """A live lease makes delete_if_unchanged return False; after release it deletes."""
-    from datetime import timedelta
-
-    store = sqlstore.MemoryStore() if backend == "memory" else SQLiteStore(tmp_path / "a.db")
-    with store:
-        store.sessions.save(Session.new("a"))
-        row = store.sessions.meta("a")
-        lease = store.leases.acquire("a", "worker", timedelta(minutes=5))
-        assert store.sessions.delete_if_unchanged(row) is False
-        assert store.sessions.load("a").id == "a"
-        store.leases.release(lease)
-        assert store.sessions.delete_if_unchanged(row) is True
-
-
 def test_readonly_store_reads_and_refuses_writes(tmp_path: Path) -> None:
     """readonly=True reads an existing store, raises StoreReadOnly on writes, changes nothing."""
     from sqlstore.errors import StoreError, StoreReadOnly

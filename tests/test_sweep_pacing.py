@@ -28,6 +28,7 @@ from sqlstore import Event, SQLiteStore
 from sqlstore.errors import SessionNotFound
 from sqlstore.sqlite import connection
 from sqlstore.sqlite.connection import BUSY_SLEEP_MIN_S, BusyWait
+from sqlstore.sqlite.housekeeping import SQLiteHousekeeping
 
 DAY = timedelta(days=1)
 CHILD_AGE = Policy(child=Rule(max_age=7 * DAY))
@@ -206,16 +207,17 @@ def test_deletions_use_an_unsynced_handle_on_a_durable_store(
     store: SQLiteStore, path: Path
 ) -> None:
     """A durable store deletes through a ``normal`` handle on the same file, unless told not to."""
-    deleter = deletion_store(store, Pacing())
-    assert deleter is not None
+    deleter = deletion_store(store.housekeeping, Pacing())
+    assert isinstance(deleter, SQLiteHousekeeping)
     try:
-        assert deleter.path == store.path
-        assert deleter.db.durability == "normal"
+        assert deleter.store.path == store.path
+        assert deleter.store.db.durability == "normal"
     finally:
         deleter.close()
-    assert deletion_store(store, Pacing(durable_deletes=True)) is None
+    assert deleter.store.db.closed
+    assert deletion_store(store.housekeeping, Pacing(durable_deletes=True)) is None
     with SQLiteStore(path, durability="normal") as relaxed:
-        assert deletion_store(relaxed, Pacing()) is None
+        assert deletion_store(relaxed.housekeeping, Pacing()) is None
     stale(store, 3)
     report = sweep(store, plan(store, CHILD_AGE, now=T0), pacing=Pacing(durable_deletes=True))
     assert report.deleted == 3
@@ -328,14 +330,9 @@ def test_stores_without_a_file_are_not_paced() -> None:
     assert pauses == []
 
 
-def test_a_sweep_through_the_unsynced_handle_fsyncs_the_wal_before_it_returns(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Deletions committed without fsync are made durable (the WAL is fsynced) by the sweep."""
-    import importlib
+def record_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the path of every ``os.fsync`` (the real one still runs)."""
     import os
-
-    sweep_module = importlib.import_module("retention.sweep")  # the package shadows it
 
     synced: list[str] = []
     real_fsync = os.fsync
@@ -344,19 +341,39 @@ def test_a_sweep_through_the_unsynced_handle_fsyncs_the_wal_before_it_returns(
         synced.append(os.readlink(f"/proc/self/fd/{fd}"))
         real_fsync(fd)
 
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    return synced
+
+
+def test_a_sweep_through_the_unsynced_handle_fsyncs_the_wal_before_it_returns(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deletions committed without fsync are made durable (the WAL is fsynced) by the sweep."""
     stale(store, 3)
-    monkeypatch.setattr(sweep_module.os, "fsync", recording_fsync)
+    synced = record_fsyncs(monkeypatch)
     report = sweep(store, plan(store, CHILD_AGE, now=T0), pacing=Pacing(checkpoint_every=0))
     assert report.deleted == 3 and report.errors == ()
     assert store.path + "-wal" in synced
 
 
+def test_a_sweep_of_a_normal_store_fsyncs_the_wal_before_it_returns(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``durability="normal"`` store deletes through itself; its deletions are fsynced too."""
+    with SQLiteStore(path, durability="normal") as store:
+        stale(store, 3)
+        synced = record_fsyncs(monkeypatch)
+        report = sweep(store, plan(store, CHILD_AGE, now=T0), pacing=Pacing(checkpoint_every=0))
+        assert report.deleted == 3 and report.errors == ()
+        assert store.path + "-wal" in synced
+
+
 def test_the_unsynced_handle_keeps_the_callers_busy_timeout(path: Path) -> None:
     """The deletion handle waits for the lock as long as the caller's store would."""
     with SQLiteStore(path, busy_timeout_ms=1234) as store:
-        deleter = deletion_store(store, Pacing())
-        assert deleter is not None
+        deleter = deletion_store(store.housekeeping, Pacing())
+        assert isinstance(deleter, SQLiteHousekeeping)
         try:
-            assert deleter.db.busy_timeout_ms == 1234
+            assert deleter.store.db.busy_timeout_ms == 1234
         finally:
             deleter.close()

@@ -11,24 +11,40 @@ These modules import ``pytest`` and ``freezegun`` (test dependencies, the
 
 from __future__ import annotations
 
+from sqlstore.conformance.apply import ApplySuite
+from sqlstore.conformance.audit import AuditQuerySuite
+from sqlstore.conformance.backward import TailSuite
 from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget, SuiteBase
+from sqlstore.conformance.batch import BatchSuite
 from sqlstore.conformance.checkpoints import CheckpointSuite
 from sqlstore.conformance.creator import CreatorSuite
 from sqlstore.conformance.cursor import CursorSuite
 from sqlstore.conformance.eventlog import EventLogSuite
+from sqlstore.conformance.history import SweepHistorySuite
+from sqlstore.conformance.imports import ImportTargetSuite
 from sqlstore.conformance.inventory import ConditionalPruneSuite, PagerSuite, PrunableSuite
+from sqlstore.conformance.leases import LeaseSuite
 from sqlstore.conformance.store import StoreSuite
+from sqlstore.conformance.versioned import VersionSuite
 
 __all__ = [
     "FOLLOW_TIMEOUT_S",
+    "ApplySuite",
+    "AuditQuerySuite",
+    "BatchSuite",
     "CheckpointSuite",
     "ConditionalPruneSuite",
     "CreatorSuite",
     "CursorSuite",
     "EventLogSuite",
+    "ImportTargetSuite",
+    "LeaseSuite",
     "PagerSuite",
     "ProcessTarget",
     "PrunableSuite",
     "StoreSuite",
     "SuiteBase",
+    "SweepHistorySuite",
+    "TailSuite",
+    "VersionSuite",
 ]

@@ -11,16 +11,19 @@ barrier and cross it together before every attempt.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
+import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget
-from sqlstore.errors import SessionAlreadyExists, StoreError
+from sqlstore.errors import LeaseHeld, SessionAlreadyExists, StoreError, VersionConflict
 from sqlstore.events import Event
 from sqlstore.model import Principal
 from sqlstore.ports import Store
@@ -71,6 +74,85 @@ def _follow(
         timer.cancel()
 
 
+def _acquire(store: Store, session_id: str, owner: str, ttl_s: float) -> int | str:
+    """Take a lease; return its token, or ``"held"`` when another owner holds it."""
+    try:
+        return store.leases.acquire(session_id, owner, timedelta(seconds=ttl_s)).token
+    except LeaseHeld:
+        return "held"
+
+
+def _append_batches(
+    conn: Connection,
+    store: Store,
+    session_id: str,
+    size: int,
+    count: int,
+    text_bytes: int,
+    pause_s: float,
+) -> int:
+    """Append ``count`` batches (0 = until killed) of ``size`` events; report the first one.
+
+    ``pause_s`` between batches gives a reader in another process time to look.
+    """
+    done = 0
+    while count == 0 or done < count:
+        # ``text`` is the batch's tag in the suites' checks; ``pad`` makes the batch big.
+        batch = [
+            Event(
+                type="note",
+                seq=slot,
+                text=f"p{os.getpid()}",
+                data={"batch": done, "slot": slot, "of": size, "pad": "w" * text_bytes},
+            )
+            for slot in range(size)
+        ]
+        store.events.append_events(session_id, batch)
+        done += 1
+        if done == 1:
+            conn.send(("ok", "started"))
+        if pause_s:
+            time.sleep(pause_s)
+    return done
+
+
+def _race_save(
+    store: Store, barrier: Barrier | None, cases: list[tuple[str, int]], timeout_s: float
+) -> list[str]:
+    if barrier is None:
+        raise RuntimeError("race_save needs workers started with a shared barrier")
+    outcomes: list[str] = []
+    for session_id, version in cases:
+        session = Session.new(session_id, title=f"p{os.getpid()}")
+        barrier.wait(timeout_s)
+        try:
+            store.sessions.save(session, expected_version=version)
+            outcomes.append("won")
+        except VersionConflict:
+            outcomes.append("lost")
+        except StoreError as exc:
+            outcomes.append(f"error: {type(exc).__name__}: {exc}")
+    return outcomes
+
+
+def increment(store: Store, session_id: str, rounds: int) -> int:
+    """Run ``rounds`` read-modify-write cycles (retrying conflicts); return the conflicts met."""
+    conflicts = 0
+    done = 0
+    while done < rounds:
+        session, version = store.sessions.load_versioned(session_id)
+        count = int(session.labels.get("count", "0")) + 1
+        session.labels["count"] = str(count)
+        event = Event(type="count", seq=count)
+        try:
+            store.apply(session_id, snapshot=session, events=[event], expected_version=version)
+        except VersionConflict:
+            conflicts += 1
+            continue
+        done += 1
+    return conflicts
+
+
 def serve(target: ProcessTarget, conn: Connection, barrier: Barrier | None) -> None:
     """Child entry point: open the store, then answer requests until ``quit``."""
     try:
@@ -98,6 +180,14 @@ def serve(target: ProcessTarget, conn: Connection, barrier: Barrier | None) -> N
                     reply = None
                 elif op == "follow":
                     reply = _follow(conn, store, *args)
+                elif op == "acquire":
+                    reply = _acquire(store, *args)
+                elif op == "append_batches":
+                    reply = _append_batches(conn, store, *args)
+                elif op == "race_save":
+                    reply = _race_save(store, barrier, *args)
+                elif op == "increment":
+                    reply = increment(store, *args)
                 else:
                     raise ValueError(f"unknown worker operation {op!r}")
             except BaseException:  # process boundary: the parent turns this into a test failure
@@ -121,6 +211,13 @@ class Worker:
         self._process.start()
         child.close()
         self._ready = False
+
+    @property
+    def pid(self) -> int:
+        """The child's process id (to kill it with a signal)."""
+        pid = self._process.pid
+        assert pid is not None
+        return pid
 
     def wait_ready(self) -> None:
         """Wait (bounded) until the child has opened its store."""

@@ -90,7 +90,7 @@ class CheckpointTables:
 class MemoryCheckpoints:
     """The checkpoint port of a ``MemoryStore``."""
 
-    def __init__(self, state: MemoryState, create: Callable[[Session, bytes, int], None]) -> None:
+    def __init__(self, state: MemoryState, create: Callable[[Session, bytes, int], object]) -> None:
         self._s = state
         self._create = create
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from sqlstore import clock
+from sqlstore.backward import check_request, end_position, tail_records
+from sqlstore.changes import prepare
 from sqlstore.cursor import encode_cursor, new_generation
 from sqlstore.events import Event, LogRecord, check_record_size, encode_event
 from sqlstore.memory.state import Log, MemoryState
+from sqlstore.memory.units import apply_changes
 from sqlstore.model import validate_session_id
 from sqlstore.tail import RawRecord, read_after, read_events
 
@@ -89,6 +93,29 @@ class MemoryEvents:
             raise TypeError("gap reason must be str")
         check_record_size(reason.encode("utf-8"), "gap reason")
         return self._append(session_id, True, reason)
+
+    def append_events(self, session_id: str, events: Sequence[Event]) -> builtins.list[str]:
+        """Append a batch of events as one unit (all or none); return a cursor per event."""
+        changes = prepare(session_id, events=events)
+        if not changes.events:
+            return []
+        return apply_changes(self._s, changes).cursors
+
+    def read_tail(self, session_id: str, limit: int) -> builtins.list[LogRecord]:
+        """Return the last ``limit`` records in append order (see ``sqlstore.backward``)."""
+        return self.read_before(session_id, "", limit=limit)
+
+    def read_before(self, session_id: str, before: str, *, limit: int) -> builtins.list[LogRecord]:
+        """Return at most ``limit`` records strictly before cursor ``before`` (``""`` = end)."""
+        check_request(session_id, before, limit)
+        with self._s.lock:
+            self._s.check_open()
+            log = self._s.logs.get(session_id)
+            generation = None if log is None else log.generation
+            records = [] if log is None else log.records
+            end = end_position(before, session_id, generation, len(records))
+            found = records[max(0, end - 1 - limit) : max(0, end - 1)]
+        return tail_records(session_id, generation, found)
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Yield the events in append order, skipping gaps."""

@@ -6,11 +6,13 @@ import builtins
 from collections.abc import Iterator
 
 from sqlstore import clock, snapshot
+from sqlstore.changes import prepare_save
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
 from sqlstore.fold import load_or_fold
-from sqlstore.inventory import Page, SessionMeta, StoredSession, meta_for, rows_match
+from sqlstore.inventory import Page, SessionMeta, StoredSession, rows_match
 from sqlstore.memory.events import MemoryEvents
-from sqlstore.memory.state import MemoryState, Stored
+from sqlstore.memory.state import MemoryState
+from sqlstore.memory.units import apply_changes
 from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.ports import owner_matches
@@ -32,13 +34,25 @@ class MemorySessions:
             old = self._s.sessions.get(session.id)
             if must_be_new and old is not None:
                 raise SessionAlreadyExists(session.id)
-            version = 1 if old is None else old.meta.version + 1
-            self._s.sessions[session.id] = Stored(blob, meta_for(session, blob, now_ns, version))
-            self._s.inventory_generation += 1
+            self._s.put(session, blob, now_ns)
 
-    def save(self, session: Session) -> None:
-        """Replace the snapshot; bumps modified_at and version."""
-        self._put(session, must_be_new=False)
+    def save(self, session: Session, *, expected_version: int | None = None) -> int:
+        """Replace the snapshot; return the new version (conditional with ``expected_version``).
+
+        Raises:
+            VersionConflict: the stored version differs, or the session is missing.
+        """
+        return apply_changes(self._s, prepare_save(session, expected_version)).version
+
+    def load_versioned(self, session_id: str) -> tuple[Session, int]:
+        """Return the snapshot and its version, read under one lock."""
+        validate_session_id(session_id)
+        with self._s.lock:
+            self._s.check_open()
+            stored = self._s.sessions.get(session_id)
+        if stored is None:
+            raise SessionNotFound(session_id)
+        return snapshot.decode(stored.blob), stored.meta.version
 
     def create(self, session: Session) -> None:
         """Store the snapshot only if none exists; else ``SessionAlreadyExists``."""
@@ -135,13 +149,7 @@ class MemorySessions:
             self._drop(session_id)
 
     def _drop(self, session_id: str) -> None:
-        existed = self._s.sessions.pop(session_id, None) is not None
-        self._s.audit.pop(session_id, None)
-        self._s.checkpoint_tables.drop(session_id)
-        if self._s.logs.pop(session_id, None) is not None:
-            self._s.notify()
-        if existed:
-            self._s.inventory_generation += 1
+        self._s.forget(session_id)
 
     def delete_if_unchanged(self, expected: SessionMeta) -> bool:
         """Delete only if the row still matches ``expected`` and no lease is live; report it."""

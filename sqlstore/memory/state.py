@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
@@ -49,37 +49,53 @@ class MemoryState:
         self.audit_order = itertools.count(1)
         self.leases: dict[str, tuple[str, int, int]] = {}
         self.lease_tokens: dict[str, int] = {}
+        self.write_seq = 0
+        """Highest snapshot version handed out or deleted: versions never repeat for an id."""
         self.checkpoint_tables = CheckpointTables()
-
-    def create_session(self, session: Session, blob: bytes, now_ns: int) -> None:
-        """Store a new session's snapshot (caller holds the lock and checked it is absent)."""
-        self.sessions[session.id] = Stored(blob, meta_for(session, blob, now_ns, 1))
-        self.inventory_generation += 1
 
     def check_open(self) -> None:
         """Raise ``StoreClosed`` once the store is closed."""
         if self.closed:
             raise StoreClosed("the store is closed")
 
-    def touch(self, session_id: str, now_ns: int) -> None:
-        """Record a write to the session: bump modified_at and version if it has a snapshot."""
+    def touch(self, session_id: str, now_ns: int) -> int | None:
+        """Record a write to the session: bump modified_at and version if it has a snapshot.
+
+        Returns the new version, or None when the session has no snapshot.
+        """
         stored = self.sessions.get(session_id)
-        if stored is not None:
-            meta = stored.meta
-            stored.meta = SessionMeta(
-                meta.id,
-                clock.from_ns(now_ns),
-                meta.version + 1,
-                meta.state,
-                meta.kind,
-                meta.relationship,
-                meta.owner,
-                meta.created_at,
-                meta.title,
-                meta.model_id,
-                meta.turns,
-                meta.estimated_bytes,
-            )
+        if stored is None:
+            return None
+        meta = stored.meta
+        stored.meta = replace(meta, modified_at=clock.from_ns(now_ns), version=meta.version + 1)
+        return stored.meta.version
+
+    def put(self, session: Session, blob: bytes, now_ns: int) -> int:
+        """Store a snapshot (call under the lock); return its version.
+
+        The version is above the old row's and above every version handed out or
+        deleted before (``write_seq``), so it never repeats for an id, not even
+        after delete and re-create (as in the SQLite backend).
+        """
+        old = self.sessions.get(session.id)
+        version = max(0 if old is None else old.meta.version, self.write_seq) + 1
+        self.write_seq = version
+        self.sessions[session.id] = Stored(blob, meta_for(session, blob, now_ns, version))
+        self.inventory_generation += 1
+        return version
+
+    def forget(self, session_id: str) -> bool:
+        """Drop snapshot, log and audit rows of an id (under the lock); True if a snapshot went."""
+        gone = self.sessions.pop(session_id, None)
+        self.audit.pop(session_id, None)
+        self.checkpoint_tables.drop(session_id)  # a graph thread's checkpoints (issue 17)
+        if self.logs.pop(session_id, None) is not None:
+            self.notify()
+        if gone is None:
+            return False
+        self.write_seq = max(self.write_seq, gone.meta.version)
+        self.inventory_generation += 1
+        return True
 
     def notify(self) -> None:
         """Wake every follower: something changed."""

@@ -10,16 +10,31 @@ followers wait on a condition tied to it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from sqlstore.audit import ToolCallRecord
+from sqlstore.changes import Applied, prepare
+from sqlstore.events import Event
 from sqlstore.memory.audit import MemoryAudit, MemoryLeases
 from sqlstore.memory.checkpoints import MemoryCheckpoints
 from sqlstore.memory.events import MemoryEvents
+from sqlstore.memory.history import MemoryHistory
+from sqlstore.memory.imports import MemoryImports
 from sqlstore.memory.sessions import MemorySessions
 from sqlstore.memory.state import MemoryState
+from sqlstore.memory.units import apply_changes
 from sqlstore.ports import Closeable
+from sqlstore.session import Session
 
 
 class MemoryStore(Closeable):
-    """An in-process store with the same contracts as ``SQLiteStore`` (nothing persists)."""
+    """An in-process store with the same contracts as ``SQLiteStore`` (nothing persists).
+
+    Capabilities: ``imports`` (an import target) and ``history`` (sweep
+    records, gone with the store); ``housekeeping`` is None (no file to share).
+    """
+
+    housekeeping: None = None
 
     def __init__(self) -> None:
         self._state = MemoryState()
@@ -27,7 +42,28 @@ class MemoryStore(Closeable):
         self.sessions = MemorySessions(self._state, self.events)
         self.audit = MemoryAudit(self._state)
         self.leases = MemoryLeases(self._state)
-        self.checkpoints = MemoryCheckpoints(self._state, self._state.create_session)
+        self.checkpoints = MemoryCheckpoints(self._state, self._state.put)
+        self.imports = MemoryImports(self._state, self.sessions, self.events, self.audit)
+        self.history = MemoryHistory(self._state)
+
+    def apply(
+        self,
+        session_id: str,
+        *,
+        snapshot: Session | None = None,
+        events: Sequence[Event] = (),
+        audit: Sequence[ToolCallRecord] = (),
+        expected_version: int | None = None,
+    ) -> Applied:
+        """Write snapshot, events and audit rows of one session as one unit (see SQLiteStore)."""
+        changes = prepare(
+            session_id,
+            snapshot=snapshot,
+            events=events,
+            audit=audit,
+            expected_version=expected_version,
+        )
+        return apply_changes(self._state, changes)
 
     def close(self) -> None:
         """Mark the store closed and wake followers; idempotent."""

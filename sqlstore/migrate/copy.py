@@ -41,6 +41,7 @@ from sqlstore.inventory import SessionMeta
 from sqlstore.migrate.items import Fingerprint, LogEntry, SessionImport
 from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_ALREADY_IMPORTED, SKIP_CHANGED
 from sqlstore.migrate.target import BatchEntry, ItemRow, target_for
+from sqlstore.model import JSON
 from sqlstore.ports import Store
 
 COPY_BATCH_SESSIONS = 25
@@ -67,6 +68,18 @@ class CopyReport:
     def ok(self) -> bool:
         """True when no session failed."""
         return not self.failed
+
+    def to_json(self) -> dict[str, JSON]:
+        """Return the report as JSON-compatible data (``migrate --to/--from --json`` prints it)."""
+        return {
+            "job_id": self.job_id,
+            "copied": self.copied,
+            "skipped": dict(self.skipped),
+            "failed": [{"id": sid, "error": why} for sid, why in self.failed],
+            "events": self.events,
+            "audit_rows": self.audit_rows,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 def describe(store: Store) -> str:

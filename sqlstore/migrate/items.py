@@ -4,27 +4,30 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlstore import snapshot
-from sqlstore.audit import ToolCallRecord
-from sqlstore.events import Event, check_record_size, encode_event
-from sqlstore.jsonl import LineProblem
-from sqlstore.session import Session
+# The batch vocabulary lives in sqlstore.imports (backends write it); re-exported here.
+from sqlstore.imports import EncodedSession, Fingerprint, LogEntry, SessionImport
 
 FORMAT_RUNLOG = "runlog"
 FORMAT_MECATL = "mecatl"
 FORMATS = (FORMAT_RUNLOG, FORMAT_MECATL)
 
-
-@dataclass(frozen=True, slots=True)
-class Fingerprint:
-    """Size, newest mtime and content hash of the files that make up one source item."""
-
-    size: int
-    mtime_ns: int
-    sha256: str
+__all__ = [
+    "FORMATS",
+    "FORMAT_MECATL",
+    "FORMAT_RUNLOG",
+    "EncodedSession",
+    "Fingerprint",
+    "ItemBytes",
+    "ItemFailed",
+    "ItemSkipped",
+    "LogEntry",
+    "SessionImport",
+    "SourceItem",
+    "read_item",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,54 +77,6 @@ def read_item(item: SourceItem) -> ItemBytes:
         name = os.fsencode(path.name)  # a name need not be valid UTF-8
         digest.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big") + data)
     return ItemBytes(item, contents, mtimes_ns, Fingerprint(size, mtime_ns, digest.hexdigest()))
-
-
-@dataclass(frozen=True, slots=True)
-class LogEntry:
-    """One record to append to the imported log: an event, or a gap with its reason."""
-
-    event: Event | None = None
-    gap_reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedSession:
-    """A session import in stored form: snapshot bytes and ``(is_gap, type, body)`` records."""
-
-    snapshot: bytes
-    records: list[tuple[bool, str, bytes]]
-
-
-@dataclass(slots=True)
-class SessionImport:
-    """One source item mapped to a session, ready to be written in one transaction."""
-
-    session: Session
-    log: list[LogEntry] = field(default_factory=list)
-    audit: list[ToolCallRecord] = field(default_factory=list)
-    modified_at_ns: int = 0
-    generation: str | None = None
-    warnings: list[LineProblem] = field(default_factory=list)
-    incomplete: bool = False
-    encoded: EncodedSession | None = None
-
-    def encode(self) -> EncodedSession:
-        """Encode (once) the snapshot and every log record, validating them.
-
-        Raises:
-            SnapshotError: the session cannot be encoded.
-            InvalidEvent: an event or gap reason cannot be stored.
-        """
-        if self.encoded is None:
-            records: list[tuple[bool, str, bytes]] = []
-            for entry in self.log:
-                if entry.event is None:
-                    body = check_record_size(entry.gap_reason.encode("utf-8"), "gap reason")
-                    records.append((True, "", body))
-                else:
-                    records.append((False, entry.event.type, encode_event(entry.event)))
-            self.encoded = EncodedSession(snapshot.encode(self.session), records)
-        return self.encoded
 
 
 class ItemSkipped(Exception):

@@ -173,7 +173,10 @@ def _event_to_go(event: Event) -> dict[str, JSON]:
     }
     out.update(dict.fromkeys(PAYLOAD_KEYS))
     out["RunID"] = event.run_id
-    out["Actor"] = data.pop("actor", "")
+    # mecatl's Actor is a principal object or null; a Go decoder rejects a string.
+    # Anything else (a string stored by hand) goes through SqlstoreData instead.
+    actor = data.pop("actor", None)
+    out["Actor"] = actor if isinstance(actor, dict) else None
     call = data.pop("call", None)
     if isinstance(call, dict):
         mapped = {**call, "args": args_json(str(call.get("args", "")))}

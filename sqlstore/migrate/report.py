@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from sqlstore.imports import OUTCOME_IMPORTED as OUTCOME_IMPORTED
+from sqlstore.imports import SKIP_EXISTS as SKIP_EXISTS
 from sqlstore.model import JSON
 
-OUTCOME_IMPORTED = "imported"
 OUTCOME_FAILED = "failed"
 SKIP_ALREADY_IMPORTED = "already_imported"
 SKIP_CHANGED = "changed"
-SKIP_EXISTS = "exists"
 SKIP_DUPLICATE = "duplicate_id"
 SKIP_NOT_A_SESSION = "not_a_session"
 SKIP_UNVERSIONED = "unversioned"

@@ -102,6 +102,8 @@ class Connection:
         self.lease_acquire = client.register_script(scripts.LEASE_ACQUIRE)
         self.lease_renew = client.register_script(scripts.LEASE_RENEW)
         self.lease_release = client.register_script(scripts.LEASE_RELEASE)
+        self.apply = client.register_script(scripts.APPLY)
+        self.log_tail = client.register_script(scripts.LOG_TAIL)
         self.cp_put = client.register_script(checkpoint_scripts.PUT)
         self.cp_writes = client.register_script(checkpoint_scripts.WRITES)
         self.cp_page = client.register_script(checkpoint_scripts.PAGE)

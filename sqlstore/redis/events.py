@@ -15,17 +15,22 @@ parked follower raises ``CursorExpired`` within about one slice.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlstore import clock
+from sqlstore.backward import check_request, end_position, tail_records
+from sqlstore.changes import prepare
 from sqlstore.cursor import encode_cursor, new_generation
+from sqlstore.errors import CursorExpired
 from sqlstore.events import Event, LogRecord, check_record_size, encode_event
 from sqlstore.model import validate_session_id
 from sqlstore.redis import keys
 from sqlstore.redis.connection import Connection
+from sqlstore.redis.units import apply_unit
 from sqlstore.tail import RawRecord, read_after, read_events
 
 FOLLOW_SLICE_MS = 200
@@ -159,6 +164,55 @@ class RedisEvents:
             raise TypeError("gap reason must be str")
         body = check_record_size(reason.encode("utf-8"), "gap reason")
         return self._append(session_id, "g", body)
+
+    def append_events(self, session_id: str, events: Sequence[Event]) -> builtins.list[str]:
+        """Append a batch of events as one atomic script (all or none); a cursor per event.
+
+        An empty batch writes nothing and returns ``[]``. Input is checked before
+        anything is sent.
+
+        Raises:
+            InvalidSessionId, TypeError, InvalidEvent: bad input; nothing written.
+            StoreUnavailable, StoreFull: the script did not run; nothing written.
+        """
+        changes = prepare(session_id, events=events)
+        if not changes.events:
+            return []
+        return apply_unit(self._c, changes).cursors
+
+    def read_tail(self, session_id: str, limit: int) -> builtins.list[LogRecord]:
+        """Return the last ``limit`` records in append order (``XREVRANGE``, no scan)."""
+        return self.read_before(session_id, "", limit=limit)
+
+    def read_before(self, session_id: str, before: str, *, limit: int) -> builtins.list[LogRecord]:
+        """Return at most ``limit`` records strictly before cursor ``before`` (``""`` = end).
+
+        Raises:
+            CursorMalformed, CursorExpired: as for ``read_after`` (see ``sqlstore.backward``).
+        """
+        check_request(session_id, before, limit)
+        k = self._c.keys
+        log_keys = [k.generation(session_id), k.events(session_id)]
+        expected = ""
+        last = ""
+        if before:
+            with self._c.guard():
+                head, length = self._c.log_read(keys=log_keys, args=["", "0"])
+            expected = head.decode() if head else ""
+            end = end_position(before, session_id, expected or None, int(length))
+            last = str(end - 1)
+        with self._c.guard():
+            head, length, entries = self._c.log_tail(
+                keys=log_keys, args=[expected, last, str(limit)]
+            )
+        generation = head.decode() if head else None
+        if expected and generation != expected:
+            raise CursorExpired(
+                f"the event log of {session_id!r} was deleted or replaced while reading "
+                f"(cursor generation {expected!r})"
+            )
+        found = [_raw(entry_id, _pairs(fields)) for entry_id, fields in reversed(entries)]
+        return tail_records(session_id, generation, found)
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Yield the events of a log in append order, gaps skipped; unknown id → empty."""

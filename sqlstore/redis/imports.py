@@ -1,6 +1,6 @@
 """The Redis side of imports (``sqlstore migrate`` and :func:`copy_store`).
 
-Implements :class:`sqlstore.migrate.target.ImportTarget`. Each imported session
+Implements :class:`sqlstore.ports.ImportTarget`. Each imported session
 is written together with its checkpoint row by one Lua script, so a crash
 leaves every session either fully imported (and checkpointed) or untouched; a
 batch is a sequence of such scripts, not one transaction. The session keeps
@@ -15,12 +15,17 @@ from typing import Any
 
 from sqlstore import clock
 from sqlstore.cursor import new_generation
+from sqlstore.imports import (
+    OUTCOME_IMPORTED,
+    SKIP_EXISTS,
+    BatchEntry,
+    Fingerprint,
+    ItemRow,
+    SessionImport,
+)
 from sqlstore.jsonl import canonical_json
-from sqlstore.migrate.items import Fingerprint, SessionImport
-from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
-from sqlstore.migrate.target import BatchEntry, ItemRow
 from sqlstore.redis import keys
-from sqlstore.redis.store import RedisStore
+from sqlstore.redis.connection import Connection
 
 
 def _row_json(row: ItemRow, now_ns: int) -> str:
@@ -53,8 +58,8 @@ def _row_from_json(item: str, text: bytes) -> ItemRow:
 class RedisImports:
     """Writes import batches and checkpoint rows into a ``RedisStore``."""
 
-    def __init__(self, store: RedisStore) -> None:
-        self._c = store.conn
+    def __init__(self, conn: Connection) -> None:
+        self._c = conn
 
     def load_items(self, job_id: str) -> dict[str, ItemRow]:
         """Return the checkpoint rows of a job (empty for a new job)."""
@@ -63,9 +68,16 @@ class RedisImports:
         return {item.decode(): _row_from_json(item.decode(), text) for item, text in found.items()}
 
     def exists(self, session_id: str) -> bool:
-        """True when a snapshot is stored under ``session_id``."""
+        """True when the id has a snapshot, an event log or audit rows."""
+        k = self._c.keys
         with self._c.guard():
-            return bool(self._c.client.exists(self._c.keys.session(session_id)))
+            found = self._c.client.exists(
+                k.session(session_id),
+                k.events(session_id),
+                k.generation(session_id),
+                k.audit(session_id),
+            )
+        return int(found) > 0
 
     def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
         """Record the job as running (an existing job keeps its start time)."""
@@ -165,6 +177,7 @@ class RedisImports:
                     payload.generation or new_generation(),
                     str(len(payload.log)),
                     str(len(audit)),
+                    new_generation(),
                     *records,
                     *audit,
                 ],

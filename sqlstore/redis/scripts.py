@@ -215,13 +215,18 @@ IMPORT = """#!lua
 --       audit-ids, audit-seq, job items
 -- ARGV: 1 overwrite, 2 item, 3 row if imported, 4 row if exists, 5 prefix, 6 session_id,
 --       7 blob, 8 mtime_ns, 9 meta, 10 cmp, 11 owner_scope, 12 page_prefix, 13 age_prefix,
---       14 hexid, 15 generation, 16 record count, 17 audit count,
+--       14 hexid, 15 generation, 16 record count, 17 audit count, 18 spare generation,
 --       then (kind, body) per record, then one '<json>' per audit row.
 -- Returns 1 when imported, 0 when the id exists and overwrite is off (only the row written).
+-- "Exists" (the ImportTarget contract): a snapshot, an event log or audit rows.
 local skey = KEYS[1]
-if redis.call('EXISTS', skey) == 1 and ARGV[1] ~= '1' then
+if redis.call('EXISTS', skey, KEYS[2], KEYS[3], KEYS[4]) > 0 and ARGV[1] ~= '1' then
   redis.call('HSET', KEYS[11], ARGV[2], ARGV[4])
   return 0
+end
+local generation = ARGV[15]
+if redis.call('GET', KEYS[3]) == generation then
+  generation = ARGV[18]  -- a replaced log never keeps its generation
 end
 local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')
 if old[1] then
@@ -233,8 +238,8 @@ redis.call('DEL', skey, KEYS[2], KEYS[3], KEYS[4])
 redis.call('SREM', KEYS[9], ARGV[6])
 local records = tonumber(ARGV[16])
 local audits = tonumber(ARGV[17])
-if records > 0 then redis.call('SET', KEYS[3], ARGV[15]) end
-local at = 18
+if records > 0 then redis.call('SET', KEYS[3], generation) end
+local at = 19
 for i = 1, records do
   redis.call('XADD', KEYS[2], i .. '-0', 'k', ARGV[at], 'b', ARGV[at + 1])
   at = at + 2
@@ -265,4 +270,90 @@ local id = redis.call('INCR', KEYS[1])
 redis.call('LPUSH', KEYS[2], id .. ' ' .. ARGV[1])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[2]) - 1)
 return id
+"""
+
+APPLY = (
+    "#!lua\n"
+    + _TOUCH
+    + """
+-- One unit of work on a session (store.apply, append_events, conditional save): a version
+-- check, then events, audit rows and the snapshot, all or nothing.
+-- KEYS: 1 session, 2 events, 3 events-gen, 4 audit, 5 audit-ids, 6 audit-seq, 7 index:page,
+--       8 index:age, 9 write-seq, 10 inventory-gen
+-- ARGV: 1 expected version ('' = unconditional, '0' = must not exist), 2 fresh generation,
+--       3 mtime_ns, 4 page_prefix, 5 age_prefix, 6 hexid, 7 prefix, 8 session_id,
+--       9 has snapshot ('1'/'0'), 10 blob, 11 meta, 12 cmp, 13 owner_scope,
+--       14 event count, 15 audit count, then one body per event, then one JSON per audit row.
+-- Returns {'conflict', stored version or ''} (nothing written) or
+--         {'ok', version or 0, generation or '', first position or 0}.
+local skey = KEYS[1]
+local stored = redis.call('HGET', skey, 'version')
+local expected = ARGV[1]
+if expected ~= '' then
+  if expected == '0' then
+    if stored then return {'conflict', stored} end
+  elseif stored ~= expected then
+    return {'conflict', stored or ''}
+  end
+end
+local nevents = tonumber(ARGV[14])
+local naudit = tonumber(ARGV[15])
+local gen, first = '', 0
+local at = 16
+if nevents > 0 then
+  gen = redis.call('GET', KEYS[3])
+  if not gen then
+    gen = ARGV[2]
+    redis.call('SET', KEYS[3], gen)
+  end
+  first = redis.call('XLEN', KEYS[2]) + 1
+  for i = 0, nevents - 1 do
+    redis.call('XADD', KEYS[2], (first + i) .. '-0', 'k', 'e', 'b', ARGV[at])
+    at = at + 1
+  end
+end
+for i = 1, naudit do
+  local seq = redis.call('INCR', KEYS[6])
+  redis.call('RPUSH', KEYS[4], seq .. ' ' .. ARGV[at])
+  at = at + 1
+end
+if naudit > 0 then redis.call('SADD', KEYS[5], ARGV[8]) end
+local version = stored or 0
+if ARGV[9] == '1' then
+  local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')
+  if old[1] then redis.call('ZREM', KEYS[7], old[1]) end
+  if old[2] then redis.call('ZREM', KEYS[8], old[2]) end
+  if old[3] and old[3] ~= '' and old[1] then
+    redis.call('ZREM', ARGV[7] .. 'index:' .. old[3], old[1])
+  end
+  version = redis.call('INCR', KEYS[9])
+  local pm = ARGV[4] .. ARGV[6]
+  local am = ARGV[5] .. ARGV[6]
+  redis.call('HSET', skey, 'blob', ARGV[10], 'mtime_ns', ARGV[3], 'version', version,
+    'meta', ARGV[11], 'cmp', ARGV[12], 'owner_scope', ARGV[13], 'idx_page', pm, 'idx_age', am)
+  redis.call('ZADD', KEYS[7], 0, pm)
+  redis.call('ZADD', KEYS[8], 0, am)
+  if ARGV[13] ~= '' then redis.call('ZADD', ARGV[7] .. 'index:' .. ARGV[13], 0, pm) end
+  redis.call('INCR', KEYS[10])
+elseif stored and (nevents > 0 or naudit > 0) then
+  touch(skey, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], KEYS[9], KEYS[7], KEYS[8])
+  version = redis.call('HGET', skey, 'version')
+end
+return {'ok', version, gen, first}
+"""
+)
+
+LOG_TAIL = """#!lua flags=no-writes
+-- KEYS: events-gen, events;  ARGV: expected generation ('' = any), last position ('' = the
+-- end), count.  Returns {generation or false, length, entries newest first}; entries are
+-- empty when the generation is not the expected one.
+local gen = redis.call('GET', KEYS[1])
+local len = redis.call('XLEN', KEYS[2])
+if not gen or (ARGV[1] ~= '' and gen ~= ARGV[1]) then return {gen, len, {}} end
+local last = '+'
+if ARGV[2] ~= '' then
+  if tonumber(ARGV[2]) < 1 then return {gen, len, {}} end
+  last = ARGV[2] .. '-0'
+end
+return {gen, len, redis.call('XREVRANGE', KEYS[2], last, '-', 'COUNT', ARGV[3])}
 """

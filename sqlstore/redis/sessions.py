@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from sqlstore import clock, snapshot
+from sqlstore.changes import prepare_save
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
 from sqlstore.fold import load_or_fold
 from sqlstore.inventory import Page, SessionMeta, StoredSession
@@ -14,6 +15,7 @@ from sqlstore.model import Principal, validate_session_id
 from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_cursor, scope_key
 from sqlstore.redis import keys
 from sqlstore.redis.connection import Connection
+from sqlstore.redis.units import apply_unit
 from sqlstore.session import Session
 
 if TYPE_CHECKING:
@@ -60,16 +62,34 @@ class RedisSessions:
             )
         return version
 
-    def save(self, session: Session) -> None:
-        """Replace the snapshot (one atomic script); bumps ``modified_at`` and ``version``.
+    def save(self, session: Session, *, expected_version: int | None = None) -> int:
+        """Replace the snapshot (one atomic script) and return its new version.
 
+        With ``expected_version`` the save is conditional, checked inside the same
+        script (``0``: no snapshot may be stored yet; see :mod:`sqlstore.changes`).
         Returns once Redis acknowledged the write (durability: see docs/redis.md).
 
         Raises:
+            VersionConflict: the stored version differs, or the session is missing.
             SnapshotError: the session cannot be encoded.
             StoreUnavailable: Redis cannot be reached.
         """
-        self._put(session, must_be_new=False)
+        return apply_unit(self._c, prepare_save(session, expected_version)).version
+
+    def load_versioned(self, session_id: str) -> tuple[Session, int]:
+        """Return the snapshot and its version, read by one command (``HMGET``).
+
+        Raises:
+            SessionNotFound: no snapshot under the id.
+        """
+        validate_session_id(session_id)
+        with self._c.guard():
+            blob, version = self._c.client.hmget(
+                self._c.keys.session(session_id), ["blob", "version"]
+            )
+        if blob is None:
+            raise SessionNotFound(session_id)
+        return snapshot.decode(blob), int(version)
 
     def create(self, session: Session) -> None:
         """Store the snapshot only if the id has none (atomic for every client of the server).

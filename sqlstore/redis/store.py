@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
+from sqlstore.audit import ToolCallRecord
+from sqlstore.changes import Applied, prepare
+from sqlstore.events import Event
 from sqlstore.ports import Closeable
 from sqlstore.redis.audit import RedisAudit, RedisLeases
 from sqlstore.redis.checkpoints import RedisCheckpoints
 from sqlstore.redis.connection import Connection
 from sqlstore.redis.events import RedisEvents
+from sqlstore.redis.history import RedisHistory
+from sqlstore.redis.imports import RedisImports
 from sqlstore.redis.keys import DEFAULT_PREFIX
 from sqlstore.redis.sessions import RedisSessions
-
-if TYPE_CHECKING:
-    from sqlstore.redis.imports import RedisImports
+from sqlstore.redis.units import apply_unit
+from sqlstore.session import Session
 
 
 class RedisStore(Closeable):
@@ -48,13 +53,39 @@ class RedisStore(Closeable):
         self.sessions = RedisSessions(self.conn, self.events)
         self.audit = RedisAudit(self.conn)
         self.leases = RedisLeases(self.conn)
+        self.imports = RedisImports(self.conn)
+        self.history = RedisHistory(self.conn)
         self.checkpoints = RedisCheckpoints(self.conn)
 
-    def import_target(self) -> RedisImports:
-        """Return the import target ``sqlstore migrate`` and ``copy_store`` write through."""
-        from sqlstore.redis.imports import RedisImports
+    housekeeping: None = None
 
-        return RedisImports(self)
+    def import_target(self) -> RedisImports:
+        """Return ``self.imports`` (the name used before ``store.imports`` existed)."""
+        return self.imports
+
+    def apply(
+        self,
+        session_id: str,
+        *,
+        snapshot: Session | None = None,
+        events: Sequence[Event] = (),
+        audit: Sequence[ToolCallRecord] = (),
+        expected_version: int | None = None,
+    ) -> Applied:
+        """Write snapshot, events and audit rows of one session as one atomic script.
+
+        Same contract as ``SQLiteStore.apply`` (conditional with
+        ``expected_version``, all or nothing); durable as far as the server's
+        AOF settings make any acknowledged write (docs/redis.md).
+        """
+        changes = prepare(
+            session_id,
+            snapshot=snapshot,
+            events=events,
+            audit=audit,
+            expected_version=expected_version,
+        )
+        return apply_unit(self.conn, changes)
 
     def close(self) -> None:
         """Close the connection pool (when the store created it); idempotent."""

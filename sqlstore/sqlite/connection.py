@@ -40,9 +40,9 @@ PAGE_SIZE = 2048
 A durable commit writes every page it changed to the WAL and fsyncs it, so the
 bytes per commit, not the row size, set the cost of a small append: an append
 changes ~5 pages (event row and its key, log head, inventory row and its
-index). Measured on this project's benchmark machine, 2 KiB pages made a
-durable append ~10 % faster than 4 KiB; 1 KiB pages were faster still for
-appends but slowed a 1 MB snapshot save by ~20 % (four times the WAL frames).
+index), so smaller pages make a durable append cheaper; below 2 KiB a large
+snapshot save pays for its many more WAL frames. The measurements are in
+docs/benchmarks.md ("Bytes per durable commit").
 """
 BUSY_TIMEOUT_MS = 5_000
 WAL_SWITCH_RETRY_S = BUSY_TIMEOUT_MS / 1000

@@ -16,10 +16,9 @@ without the queue. Under contention, the leader of the next batch first waits
 writers were woken together by its commit and most come straight back.
 Without that wait the writers split into two alternating half-size batches,
 and the ones running Python would take the GIL from the leader at every
-SQLite call of its transaction (measured with 8 threads: 0.8-1.0x the raw fsync
-rate instead of ~0.6x, every thread within 1 % of its fair share;
-docs/benchmarks.md). A writer that comes back later than a commit takes is
-not waited for, and a wait that ends short turns gathering off for a while
+SQLite call of its transaction (the 8-thread figures, with and without the
+wait, are in docs/benchmarks.md). A writer that comes back later than a commit
+takes is not waited for, and a wait that ends short turns gathering off for a while
 (see ``_gather``), so a slow writer does not slow a fast one to its pace.
 
 ``BEGIN IMMEDIATE`` is issued with ``conn.execute`` — it releases the GIL while

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import apsw
 
 from sqlstore import clock
+from sqlstore.backward import check_request, end_position, tail_records
+from sqlstore.changes import prepare
 from sqlstore.cursor import encode_cursor
 from sqlstore.events import Event, LogRecord, check_record_size, encode_event
 from sqlstore.model import validate_session_id
 from sqlstore.sqlite import rows
 from sqlstore.sqlite.database import Database, Follower
 from sqlstore.sqlite.translate import translated
+from sqlstore.sqlite.units import apply_changes
 from sqlstore.tail import RawRecord, read_after, read_events
 
 
@@ -38,6 +42,27 @@ def _fetch(
         return str(head[0]), found
     finally:
         conn.execute("COMMIT")
+
+
+TAIL_SQL = (
+    "SELECT pos, is_gap, body FROM events WHERE session_id = ? AND pos < ? "
+    "ORDER BY pos DESC LIMIT ?"
+)
+"""The records before a position, newest first: a seek on the (session_id, pos) key."""
+
+
+def _fetch_before(
+    conn: apsw.Connection, session_id: str, before: str, limit: int
+) -> tuple[str | None, list[RawRecord]]:
+    """Read the records before cursor ``before`` newest first by index seek; append order."""
+    generation, length = _head(conn, session_id)
+    end = end_position(before, session_id, generation, length)
+    found = [
+        RawRecord(pos, bool(is_gap), body)
+        for pos, is_gap, body in conn.execute(TAIL_SQL, (session_id, end, limit))
+    ]
+    found.reverse()
+    return generation, found
 
 
 def _head(conn: apsw.Connection, session_id: str) -> tuple[str | None, int]:
@@ -138,6 +163,52 @@ class SQLiteEvents:
             raise TypeError("gap reason must be str")
         body = check_record_size(reason.encode("utf-8"), "gap reason")
         return self._append(session_id, True, "", body)
+
+    def append_events(self, session_id: str, events: Sequence[Event]) -> builtins.list[str]:
+        """Append a batch of events as one unit: all or none, one transaction, one fsync.
+
+        The batch is one write of the group commit (it commits with other writers'
+        appends queued at the same time, and fails alone). Returns the cursor just
+        after each event, in order; an empty batch writes nothing and returns ``[]``.
+        On a store error the outcome is unknown (nothing or the whole batch) and the
+        caller must not retry; input errors are raised before anything is written.
+
+        Raises:
+            InvalidSessionId: the id is not valid.
+            TypeError: ``events`` is not a sequence of events.
+            InvalidEvent: an event is not JSON-serialisable or too large (its index
+                is named); nothing written.
+            StoreBusy, StoreFull, StoreIOError: the transaction failed; nothing written.
+        """
+        changes = prepare(session_id, events=events)
+        if not changes.events:
+            return []
+        return self._db.write(lambda conn: apply_changes(conn, changes).cursors)
+
+    def read_tail(self, session_id: str, limit: int) -> builtins.list[LogRecord]:
+        """Return the last ``limit`` records in append order, by index seek (``sqlstore.backward``).
+
+        Raises:
+            InvalidSessionId, TypeError, ValueError: bad arguments (``limit`` < 1).
+        """
+        return self.read_before(session_id, "", limit=limit)
+
+    def read_before(self, session_id: str, before: str, *, limit: int) -> builtins.list[LogRecord]:
+        """Return at most ``limit`` records strictly before cursor ``before`` (``""`` = the end).
+
+        In append order, gaps included; one short read transaction and an index seek,
+        whatever the log's length. Page backwards with ``before=page[0].cursor``.
+
+        Raises:
+            CursorMalformed: the cursor is not of this session's log, or past its end.
+            CursorExpired: the cursor is of an earlier generation of the log.
+            InvalidSessionId, TypeError, ValueError: bad arguments (``limit`` < 1).
+        """
+        check_request(session_id, before, limit)
+        generation, found = self._db.read(
+            lambda conn: _fetch_before(conn, session_id, before, limit)
+        )
+        return tail_records(session_id, generation, found)
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Yield the events of a log in append order, gaps skipped; unknown id → empty."""

@@ -17,18 +17,24 @@ import apsw
 
 from sqlstore import clock
 from sqlstore.cursor import new_generation
-from sqlstore.migrate.items import EncodedSession, Fingerprint, SessionImport
-from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
-from sqlstore.migrate.target import BatchEntry, ItemRow
+from sqlstore.imports import (
+    OUTCOME_IMPORTED,
+    SKIP_EXISTS,
+    BatchEntry,
+    EncodedSession,
+    Fingerprint,
+    ItemRow,
+    SessionImport,
+)
 from sqlstore.sqlite import rows
-from sqlstore.sqlite.store import SQLiteStore
+from sqlstore.sqlite.database import Database
 
 
 class SQLiteImports:
     """Writes import batches and checkpoint rows into a ``SQLiteStore``."""
 
-    def __init__(self, store: SQLiteStore) -> None:
-        self._db = store.db
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     def load_items(self, job_id: str) -> dict[str, ItemRow]:
         """Return the checkpoint rows of a job."""
@@ -70,7 +76,7 @@ class SQLiteImports:
     def write_batch(
         self, job_id: str, entries: list[BatchEntry], *, overwrite: bool, now_ns: int
     ) -> list[str]:
-        """Write a batch in one transaction; see :class:`sqlstore.migrate.target.ImportTarget`."""
+        """Write a batch in one transaction; see :class:`sqlstore.ports.ImportTarget`."""
         encoded = [None if e.payload is None else e.payload.encode() for e in entries]
 
         def op(conn: apsw.Connection) -> list[str]:

@@ -101,12 +101,17 @@ def session_exists(conn: apsw.Connection, session_id: str) -> bool:
     return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
 
 
-def touch_session(conn: apsw.Connection, session_id: str, now_ns: int) -> None:
-    """Record a write to a session (event or audit): new modified_at, version + 1."""
-    conn.execute(
-        "UPDATE sessions SET modified_at_ns = ?, version = version + 1 WHERE id = ?",
+def touch_session(conn: apsw.Connection, session_id: str, now_ns: int) -> int | None:
+    """Record a write to a session (event or audit): new modified_at, version + 1.
+
+    Returns the new version, or None when the session has no snapshot row.
+    """
+    row = conn.execute(
+        "UPDATE sessions SET modified_at_ns = ?, version = version + 1 WHERE id = ? "
+        "RETURNING version",
         (now_ns, session_id),
-    )
+    ).fetchone()
+    return None if row is None else int(row[0])
 
 
 def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
@@ -177,6 +182,42 @@ def append_record(
         (session_id, pos, int(is_gap), event_type, now_ns, body),
     )
     return generation, pos
+
+
+def append_records(
+    conn: apsw.Connection,
+    session_id: str,
+    records: list[tuple[str, bytes]],
+    now_ns: int,
+) -> tuple[str, int]:
+    """Append events (``(type, body)``) to a log (creating it); return (generation, first pos).
+
+    The rows are those ``len(records)`` :func:`append_record` calls would leave,
+    written with one head update and one ``executemany``.
+    """
+    count = len(records)
+    row = conn.execute(
+        "UPDATE event_logs SET length = length + ?, modified_at_ns = ? WHERE session_id = ? "
+        "RETURNING generation, length",
+        (count, now_ns, session_id),
+    ).fetchone()
+    if row is None:
+        generation, first = new_generation(), 1
+        conn.execute(
+            "INSERT INTO event_logs (session_id, generation, length, modified_at_ns) "
+            "VALUES (?, ?, ?, ?)",
+            (session_id, generation, count, now_ns),
+        )
+    else:
+        generation, first = str(row[0]), int(row[1]) - count + 1
+    conn.executemany(
+        "INSERT INTO events (session_id, pos, is_gap, type, at_ns, body) VALUES (?, ?, 0, ?, ?, ?)",
+        [
+            (session_id, pos, event_type, now_ns, body)
+            for pos, (event_type, body) in enumerate(records, start=first)
+        ],
+    )
+    return generation, first
 
 
 def insert_log(

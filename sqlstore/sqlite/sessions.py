@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from sqlstore import clock, snapshot
+from sqlstore.changes import prepare_save
 from sqlstore.errors import MetadataCursorRestart, SessionAlreadyExists, SessionNotFound
 from sqlstore.fold import load_or_fold
 from sqlstore.inventory import Page, SessionMeta, StoredSession, rows_match
@@ -20,6 +21,7 @@ from sqlstore.pager import PagerPosition, decode_pager_cursor, encode_pager_curs
 from sqlstore.session import Session
 from sqlstore.sqlite import rows
 from sqlstore.sqlite.database import Database
+from sqlstore.sqlite.units import apply_changes
 
 if TYPE_CHECKING:
     from sqlstore.sqlite.events import SQLiteEvents
@@ -35,19 +37,40 @@ class SQLiteSessions:
         self._db = db
         self._events = events
 
-    def save(self, session: Session) -> None:
-        """Replace the snapshot durably; bumps ``modified_at`` and ``version``.
+    def save(self, session: Session, *, expected_version: int | None = None) -> int:
+        """Replace the snapshot durably and return its new version (``modified_at`` bumped).
+
+        With ``expected_version`` the save is conditional, checked in the write
+        transaction itself: the stored version must equal it (``0``: no snapshot
+        may be stored yet), else nothing changes (see :mod:`sqlstore.changes`).
 
         Raises:
+            VersionConflict: the stored version differs, or the session is missing.
             SnapshotError: the session cannot be encoded.
             StoreBusy: the write lock was not free within the busy timeout.
         """
-        blob = snapshot.encode(session)
+        changes = prepare_save(session, expected_version)
+        return self._db.write(lambda conn: apply_changes(conn, changes).version)
 
-        def op(conn: apsw.Connection) -> None:
-            rows.put_snapshot(conn, session, blob, clock.now_ns())
+    def load_versioned(self, session_id: str) -> tuple[Session, int]:
+        """Return the snapshot and its version, read together in one statement.
 
-        self._db.write(op)
+        Pass the version to ``save(..., expected_version=)`` or ``store.apply`` to
+        write only if nobody wrote the session since.
+
+        Raises:
+            SessionNotFound: no snapshot under the id.
+        """
+        validate_session_id(session_id)
+        with self._db.reader() as conn:
+            row = conn.execute(
+                "SELECT s.body, m.version FROM snapshots AS s JOIN sessions AS m ON m.id = s.id "
+                "WHERE s.id = ?",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return snapshot.decode(row[0]), int(row[1])
 
     def create(self, session: Session) -> None:
         """Store the snapshot only if the id has none (atomic across processes).

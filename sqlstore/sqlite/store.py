@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
+from sqlstore.audit import ToolCallRecord
+from sqlstore.changes import Applied, prepare
+from sqlstore.events import Event
 from sqlstore.ports import Closeable
+from sqlstore.session import Session
 from sqlstore.sqlite.audit import SQLiteAudit, SQLiteLeases
 from sqlstore.sqlite.checkpoints import SQLiteCheckpoints
 from sqlstore.sqlite.connection import BUSY_TIMEOUT_MS, Durability
 from sqlstore.sqlite.database import Database
 from sqlstore.sqlite.events import SQLiteEvents
+from sqlstore.sqlite.history import SQLiteHistory
+from sqlstore.sqlite.housekeeping import SQLiteHousekeeping
+from sqlstore.sqlite.imports import SQLiteImports
 from sqlstore.sqlite.sessions import SQLiteSessions
+from sqlstore.sqlite.units import apply_changes
 
 
 class SQLiteStore(Closeable):
@@ -30,6 +39,10 @@ class SQLiteStore(Closeable):
         readonly: never write: no file is created, no schema is created or
             upgraded, and every write raises ``StoreReadOnly`` (for inspection
             commands such as ``sqlstore ls``).
+
+    Capabilities: ``imports`` (import target, one transaction per batch),
+    ``history`` (the ``retention_runs`` table) and ``housekeeping`` (pacing,
+    checkpoint and shrink for large sweeps).
 
     Many stores — in threads, processes, the CLI and the retention daemon — may
     open the same file at once. Concurrent writes from threads of one store are
@@ -61,7 +74,56 @@ class SQLiteStore(Closeable):
         self.sessions = SQLiteSessions(self.db, self.events)
         self.audit = SQLiteAudit(self.db)
         self.leases = SQLiteLeases(self.db)
+        self.imports = SQLiteImports(self.db)
+        self.history = SQLiteHistory(self.db)
         self.checkpoints = SQLiteCheckpoints(self.db)
+
+    @property
+    def housekeeping(self) -> SQLiteHousekeeping:
+        """Pacing, checkpoint and shrink for large sweeps (made on access: no reference cycle)."""
+        return SQLiteHousekeeping(self)
+
+    def apply(
+        self,
+        session_id: str,
+        *,
+        snapshot: Session | None = None,
+        events: Sequence[Event] = (),
+        audit: Sequence[ToolCallRecord] = (),
+        expected_version: int | None = None,
+    ) -> Applied:
+        """Write a snapshot, events and audit rows of one session as one durable unit.
+
+        All of it or none, in one transaction and one fsync (one write of the
+        group commit). With ``expected_version`` the unit is conditional like
+        ``sessions.save``: ``0`` means the session must have no snapshot yet,
+        ``n`` that its stored version is ``n``. Without a snapshot only the events
+        and audit rows are written (a session without snapshot gets no version:
+        ``Applied.version`` is then 0). Nothing to write and no condition → a
+        no-op returning the current version. The session's version grows by one
+        for the whole unit. Input is checked before anything is written.
+
+        Returns:
+            ``Applied(version, cursors)``: the version after the unit and the
+            cursor just after each event.
+
+        Raises:
+            VersionConflict: the stored version does not meet ``expected_version``;
+                nothing was written.
+            ValueError, TypeError, InvalidEvent, SnapshotError, InvalidSessionId:
+                bad input (the snapshot or an audit record of another session, ...).
+            StoreBusy, StoreFull, StoreIOError: the transaction failed; nothing
+                written. The outcome of a failed commit is unknown: do not retry
+                blindly, re-read the version.
+        """
+        changes = prepare(
+            session_id,
+            snapshot=snapshot,
+            events=events,
+            audit=audit,
+            expected_version=expected_version,
+        )
+        return self.db.write(lambda conn: apply_changes(conn, changes))
 
     def close(self) -> None:
         """Close every connection; idempotent."""

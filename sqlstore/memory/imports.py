@@ -1,58 +1,62 @@
 """The import target of ``MemoryStore`` (same contract as SQLite, nothing persists).
 
 A batch is applied under the store's lock, so readers see all of it or none of
-it. ``MemoryStore`` has no public way to set ``modified_at`` or a log's
-generation, so this module sets them on the store's state directly, once the
-batch's writes are done; it is the only place outside ``sqlstore.memory`` that
-does so.
+it. The session keeps the source's ``modified_at`` and log generation (a
+replaced log never keeps its old generation), exactly as in the other backends.
 """
 
 from __future__ import annotations
 
-import weakref
+import builtins
 from dataclasses import replace
 
 from sqlstore import clock
 from sqlstore.cursor import new_generation
-from sqlstore.memory.state import Log
-from sqlstore.memory.store import MemoryStore
-from sqlstore.migrate.items import SessionImport
-from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_EXISTS
-from sqlstore.migrate.target import BatchEntry, ItemRow
-
-_JOBS: weakref.WeakKeyDictionary[MemoryStore, dict[str, dict[str, ItemRow]]] = (
-    weakref.WeakKeyDictionary()
-)
+from sqlstore.imports import OUTCOME_IMPORTED, SKIP_EXISTS, BatchEntry, ItemRow, SessionImport
+from sqlstore.memory.audit import MemoryAudit
+from sqlstore.memory.events import MemoryEvents
+from sqlstore.memory.sessions import MemorySessions
+from sqlstore.memory.state import Log, MemoryState
 
 
 class MemoryImports:
-    """Writes import batches into a ``MemoryStore``."""
+    """Writes import batches and checkpoint rows into a ``MemoryStore``."""
 
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
-        self._state = store._state
-        self._jobs = _JOBS.setdefault(store, {})
+    def __init__(
+        self,
+        state: MemoryState,
+        sessions: MemorySessions,
+        events: MemoryEvents,
+        audit: MemoryAudit,
+    ) -> None:
+        self._state = state
+        self._sessions = sessions
+        self._events = events
+        self._audit = audit
+        self._jobs: dict[str, dict[str, ItemRow]] = {}
 
     def load_items(self, job_id: str) -> dict[str, ItemRow]:
         """Return the checkpoint rows of a job."""
         with self._state.lock:
+            self._state.check_open()
             return dict(self._jobs.get(job_id, {}))
 
     def exists(self, session_id: str) -> bool:
         """True when the id has a snapshot, an event log or audit rows."""
         with self._state.lock:
-            state = self._state
-            return any(session_id in part for part in (state.sessions, state.logs, state.audit))
+            self._state.check_open()
+            return self._state.taken(session_id)
 
     def start_job(self, job_id: str, source: str, fmt: str, now_ns: int) -> None:
         """Create the job's row set if it is new."""
         with self._state.lock:
+            self._state.check_open()
             self._jobs.setdefault(job_id, {})
 
     def write_batch(
-        self, job_id: str, entries: list[BatchEntry], *, overwrite: bool, now_ns: int
-    ) -> list[str]:
-        """Apply a batch under the store lock; see :class:`ImportTarget`."""
+        self, job_id: str, entries: builtins.list[BatchEntry], *, overwrite: bool, now_ns: int
+    ) -> builtins.list[str]:
+        """Apply a batch under the store lock; see :class:`sqlstore.ports.ImportTarget`."""
         outcomes: list[str] = []
         with self._state.lock:
             self._state.check_open()
@@ -61,7 +65,7 @@ class MemoryImports:
                 row = entry.row
                 if entry.payload is not None:
                     sid = entry.payload.session.id
-                    if not overwrite and self.exists(sid):
+                    if not overwrite and self._state.taken(sid):
                         row = replace(row, outcome=SKIP_EXISTS, detail="session id already exists")
                     else:
                         self._write(entry.payload)
@@ -71,10 +75,10 @@ class MemoryImports:
         return outcomes
 
     def _write(self, payload: SessionImport) -> None:
-        store, state = self._store, self._state
+        state = self._state
         sid = payload.session.id
         old = state.logs.get(sid)
-        store.sessions.delete(sid)
+        self._sessions.delete(sid)
         generation = payload.generation or new_generation()
         if old is not None and old.generation == generation:
             generation = new_generation()  # a replaced log never keeps its generation
@@ -82,12 +86,12 @@ class MemoryImports:
             state.logs[sid] = Log(generation)
         for entry in payload.log:
             if entry.event is None:
-                store.events.append_gap(sid, entry.gap_reason)
+                self._events.append_gap(sid, entry.gap_reason)
             else:
-                store.events.append_event(sid, entry.event)
+                self._events.append_event(sid, entry.event)
         for record in payload.audit:
-            store.audit.record(record)
-        store.sessions.save(payload.session)
+            self._audit.record(record)
+        self._sessions.save(payload.session)
         stored = state.sessions[sid]
         stored.meta = replace(stored.meta, modified_at=clock.from_ns(payload.modified_at_ns))
 

@@ -1,0 +1,74 @@
+"""Reading a log from its end: ``read_tail`` and backward paging with ``read_before``.
+
+The rules every backend shares (each backend reads its rows by an index seek,
+newest first, and hands them here in append order):
+
+* ``read_tail(id, limit)`` — the last ``limit`` records, in append order, gaps
+  included, each with its cursor (``live`` is always False). It is exactly
+  ``read_before(id, "", limit=limit)``.
+* ``read_before(id, before, *, limit)`` — the at most ``limit`` records whose
+  cursors come strictly before ``before``, in append order; ``before=""`` means
+  the end of the log. A record's cursor is the position just after it, so
+  ``read_before(id, page[0].cursor, limit=n)`` is the page before ``page``
+  (no record twice, none skipped); an empty list means the start was reached.
+  ``read_after(id, page[-1].cursor)`` resumes forwards from any page.
+* ``limit`` must be an ``int`` >= 1 (``TypeError``/``ValueError`` otherwise): 0
+  would be ambiguous with ``read_after``'s "no limit", which here would mean a
+  scan of the whole log.
+* Cursors are checked as by ``read_after``: a cursor of another session, a bad
+  one, or one past the end → ``CursorMalformed``; one of an earlier generation
+  of the log (or of a log that no longer exists) → ``CursorExpired``. An unknown
+  id with ``before=""`` reads ``[]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlstore.cursor import CursorEncoder, check_boundary, decode_cursor
+from sqlstore.events import LogRecord
+from sqlstore.model import validate_session_id
+from sqlstore.tail import RawRecord, to_record
+
+
+def check_request(session_id: str, before: str, limit: int) -> None:
+    """Validate the arguments of ``read_tail``/``read_before`` before anything is read.
+
+    Raises:
+        InvalidSessionId: the id is not valid.
+        TypeError: ``before`` is not a str or ``limit`` not an int.
+        ValueError: ``limit`` is below 1.
+    """
+    validate_session_id(session_id)
+    if not isinstance(before, str):
+        raise TypeError(f"before must be a cursor string, not {type(before).__name__}")
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be an int, not {type(limit).__name__}")
+    if limit < 1:
+        raise ValueError(
+            f"limit must be >= 1, got {limit} (read_after(id) reads a whole log from the start)"
+        )
+
+
+def end_position(before: str, session_id: str, generation: str | None, length: int) -> int:
+    """Return the position the records must lie below (``before=""`` → past the last one).
+
+    Raises:
+        CursorMalformed: the cursor is not one of this session's log, or is past its end.
+        CursorExpired: the cursor is of another generation of the log.
+    """
+    if before == "":
+        return length + 1
+    position = decode_cursor(before, session_id, generation)
+    check_boundary(position, length)
+    return position
+
+
+def tail_records(
+    session_id: str, generation: str | None, rows: Sequence[RawRecord]
+) -> list[LogRecord]:
+    """Return the records of ``rows`` (append order) with their cursors."""
+    if not rows or generation is None:
+        return []
+    encoder = CursorEncoder(session_id, generation)
+    return [to_record(session_id, encoder(row.pos), row, False) for row in rows]
