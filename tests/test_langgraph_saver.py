@@ -297,3 +297,23 @@ def test_retention_sweeps_old_threads_and_spares_leased_ones(tmp_path: Path) -> 
         assert report.deleted == 1
         assert saver.checkpoints.thread_ids() == ["fresh", "leased"]
         assert saver.checkpoints.summary("old").writes == 0
+
+
+def test_saver_on_an_aio_store_and_cancelled_aput(tmp_path: Path) -> None:
+    """A saver shares an sqlstore.aio store; a cancelled aput still completes (shielded)."""
+    import sqlstore.aio
+
+    async def go() -> None:
+        async with sqlstore.aio.open(str(tmp_path / "s.db")) as astore:
+            saver = SqlstoreSaver(astore)
+            cp = empty_checkpoint()
+            task = asyncio.create_task(saver.aput(cfg("t"), cp, {"step": 1}, {}))
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await saver.aclose()
+            assert astore.sync.checkpoints.get("t", "", cp["id"]) is not None
+            assert (await astore.sessions.meta("t")).id == "t"
+
+    asyncio.run(go())

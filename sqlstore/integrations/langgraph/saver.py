@@ -1,10 +1,14 @@
 """``SqlstoreSaver``: a LangGraph ``BaseCheckpointSaver`` on sqlstore's checkpoint port.
 
 Every sync method calls ``store.checkpoints`` (SQLite, memory or Redis); every
-async method runs the same call on a bounded thread pool (see
-:mod:`.executor`). Listings page by key: each page is one short read
-(checkpoints with their blobs and writes, no query per checkpoint) and
-nothing is held open while the caller consumes the tuples.
+async method runs the same call (encoding and decoding included, so the event
+loop never waits on them) on a bounded thread pool of its own, through
+:class:`sqlstore.aio.runner.Runner` (the executor of ``sqlstore.aio``):
+writes are shielded from cancellation, and concurrent ``aput`` calls reach the
+SQLite writer from several threads at once and share group commits. Listings
+page by key: each page is one short read (checkpoints with their blobs and
+writes, no query per checkpoint) and nothing is held open while the caller
+consumes the tuples.
 """
 
 from __future__ import annotations
@@ -31,10 +35,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 import sqlstore
+from sqlstore.aio.runner import AIO_MAX_WORKERS, Runner
 from sqlstore.checkpoints import CHECKPOINT_PAGE_ROWS, CheckpointKey, CheckpointQuery, PruneStrategy
 from sqlstore.errors import SessionNotFound
 from sqlstore.integrations.langgraph import config as cfg
-from sqlstore.integrations.langgraph.executor import Offload
 from sqlstore.integrations.langgraph.serde import JsonSerializer
 from sqlstore.ports import CheckpointStore, Store
 from sqlstore.session import Session
@@ -113,7 +117,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde or JsonSerializer())
         self.store, self._owned = open_store(store, options)
         self.checkpoints: CheckpointStore = self.store.checkpoints  # type: ignore[attr-defined]
-        self._offload = Offload()
+        self._runner = Runner(AIO_MAX_WORKERS)
         self._new_sessions: dict[str, Session] = {}
 
     @classmethod
@@ -129,10 +133,21 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
     # -- lifecycle ---------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the async worker threads and close the store if this saver opened it."""
-        self._offload.close()
+        """Stop the async worker threads and close the store if this saver opened it.
+
+        From async code prefer :meth:`aclose` (or ``async with``), which first
+        waits for writes still running, also those whose caller was cancelled.
+        """
+        if not self._runner.closed:
+            self._runner.shutdown()
         if self._owned:
             self.store.close()
+
+    async def aclose(self) -> None:
+        """Wait for running writes, stop the worker threads, close an owned store; idempotent."""
+        if not self._runner.closed:
+            await self._runner.drain()
+        self.close()
 
     def __enter__(self) -> Self:
         return self
@@ -285,7 +300,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        return await self._offload.read(self.get_tuple, config)
+        return await self._runner.read(self.get_tuple, config)
 
     async def alist(
         self,
@@ -300,7 +315,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
         after: CheckpointKey | None = None
         left = limit
         while left is None or left > 0:
-            tuples, after = await self._offload.read(self._page, query, after, left)
+            tuples, after = await self._runner.read(self._page, query, after, left)
             for tup in tuples:
                 yield tup
             if left is not None:
@@ -316,7 +331,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async :meth:`put` (the write completes even if the caller is cancelled)."""
-        return await self._offload.write(self.put, config, checkpoint, metadata, new_versions)
+        return await self._runner.write(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -326,23 +341,23 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """Async :meth:`put_writes`."""
-        await self._offload.write(self.put_writes, config, writes, task_id, task_path)
+        await self._runner.write(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
-        await self._offload.write(self.delete_thread, thread_id)
+        await self._runner.write(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`delete_for_runs`."""
-        await self._offload.write(self.delete_for_runs, run_ids)
+        await self._runner.write(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
-        await self._offload.write(self.copy_thread, source_thread_id, target_thread_id)
+        await self._runner.write(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune`."""
-        await self._offload.write(self.prune, thread_ids, strategy=strategy)
+        await self._runner.write(self.prune, thread_ids, strategy=strategy)
 
     # -- helpers -----------------------------------------------------------------
 
@@ -416,4 +431,6 @@ class OwnedSaver:
         return self.__enter__()
 
     async def __aexit__(self, *exc: object) -> None:
-        self.__exit__()
+        if self._saver is not None:
+            await self._saver.aclose()
+            self._saver = None
