@@ -21,8 +21,7 @@ import os
 import random
 import sys
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -40,7 +39,7 @@ from sqlstore.checkpoints import CHECKPOINT_PAGE_ROWS, CheckpointKey, Checkpoint
 from sqlstore.errors import SessionNotFound
 from sqlstore.integrations.langgraph import config as cfg
 from sqlstore.integrations.langgraph.serde import JsonSerializer
-from sqlstore.ports import CheckpointStore, Store
+from sqlstore.ports import CheckpointStore, Closeable, Store
 from sqlstore.session import Session
 
 FRAMEWORK_LABEL = {"framework": "langgraph"}
@@ -88,7 +87,7 @@ def allowed_class(pair: tuple[str, ...]) -> type | None:
     return None
 
 
-class SqlstoreSaver(BaseCheckpointSaver[str]):
+class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
     """Checkpoints of LangGraph threads in a sqlstore store; each thread is a session.
 
     Args:
@@ -147,17 +146,6 @@ class SqlstoreSaver(BaseCheckpointSaver[str]):
         """Wait for running writes, stop the worker threads, close an owned store; idempotent."""
         if not self._runner.closed:
             await self._runner.drain()
-        self.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
         self.close()
 
     # -- sync --------------------------------------------------------------------
