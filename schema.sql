@@ -129,6 +129,14 @@ CREATE TABLE retention_runs (
     detail        TEXT NOT NULL DEFAULT ''
 );
 
+-- Viewer (issue 19, schema version 3): `sqlstore ui` counts sessions by state and kind
+-- and filters by state through this index instead of scanning every inventory row, and
+-- finds the children of a session by their parent id. Event appends and audit records
+-- only move modified_at_ns and version, so neither index is rewritten by them.
+CREATE INDEX sessions_by_state_kind ON sessions (state, kind);
+CREATE INDEX sessions_by_parent ON sessions (json_extract(relationship, '$.parent_session_id'))
+    WHERE kind IN ('subagent', 'parallel_branch', 'team_member');
+
 -- LangGraph checkpointer (issue 17, schema version 3): graph checkpoints of a thread,
 -- which is a session (session_id). A checkpoint row holds everything but the channel
 -- values; `versions` (JSON object channel -> version) names the blobs it reads.

@@ -41,6 +41,7 @@ SCRIPTS = (
     "peers",
     "redis_store",
     "aio_append",
+    "ui_pages",
     "langgraph_saver",
 )
 MARKER = "<!-- end of generated part: everything below this line is kept by bench/run.py -->"

@@ -114,12 +114,14 @@ from .maintenance_cmd import backup, check, stats, vacuum  # noqa: E402
 from .migrate_cmd import export, migrate  # noqa: E402
 from .retention_cmd import prune, retention_group  # noqa: E402
 from .session_cmd import audit, events, ls_cmd, rm, show  # noqa: E402
+from .ui_cmd import ui_cmd  # noqa: E402
 
 for _command in (
     *(ls_cmd, show, events, audit, rm),
     *(check, stats, vacuum, backup),
     *(prune, retention_group),
     *(migrate, export),
+    ui_cmd,
 ):
     cli.add_command(_command)
 

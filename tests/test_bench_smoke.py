@@ -32,6 +32,7 @@ SCRIPTS = [
     "peers",
     "redis_store",
     "aio_append",
+    "ui_pages",
     "langgraph_saver",
 ]
 TIMEOUT_S = 120

@@ -287,17 +287,22 @@ _UPGRADES: dict[int, str] = {
     1: "DROP INDEX sessions_by_owner; "
     "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id) "
     "WHERE owner_key IS NOT NULL;",
-    # 2 → 3: every second-stage addition, one block per feature (see schema.sql).
+    # 2 → 3: every second-stage addition, one block per feature (keep every block).
     2: (
+        # Viewer (issue 19): counts/filters by state and kind, children by parent id.
+        "CREATE INDEX IF NOT EXISTS sessions_by_state_kind ON sessions (state, kind); "
+        "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions "
+        "(json_extract(relationship, '$.parent_session_id')) "
+        "WHERE kind IN ('subagent', 'parallel_branch', 'team_member'); "
         # LangGraph checkpointer (issue 17): checkpoints, channel blobs, pending writes.
-        "CREATE TABLE checkpoints (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS checkpoints (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
         "checkpoint_id TEXT NOT NULL, parent_id TEXT, run_id TEXT, type TEXT NOT NULL, "
         "body BLOB NOT NULL, metadata BLOB NOT NULL, versions TEXT NOT NULL, "
         "PRIMARY KEY (session_id, ns, checkpoint_id)) WITHOUT ROWID; "
-        "CREATE TABLE checkpoint_blobs (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS checkpoint_blobs (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
         "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, "
         "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, channel, version)) WITHOUT ROWID; "
-        "CREATE TABLE checkpoint_writes (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS checkpoint_writes (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
         "checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, "
         "channel TEXT NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL, "
         "task_path TEXT NOT NULL, "
