@@ -81,7 +81,7 @@ def _entries(conn: apsw.Connection, records: list[CheckpointRecord]) -> list[Che
     """Attach blobs and writes to ``records`` with two statements (no query per checkpoint)."""
     if not records:
         return []
-    blob_keys = sorted(
+    blob_keys = list(
         {(r.thread_id, r.ns, ch, ver) for r in records for ch, ver in r.versions.items()}
     )
     blobs: dict[tuple[str, str, str, str], ChannelBlob] = {}

@@ -43,6 +43,11 @@ from langgraph.types import Command, Interrupt, Overwrite, Send, TimeoutPolicy
 from sqlstore.checkpoints import JSON_TYPE, TAG_KEY
 from sqlstore.errors import StoreError
 
+_TAG_BYTES = json.dumps(TAG_KEY).encode()
+"""How the tag key appears in encoded JSON (keys are never escaped differently by dumps)."""
+
+_PLAIN = json.JSONDecoder()
+
 MESSAGE_CLASSES: dict[str, type[lc_messages.BaseMessage]] = {
     cls.__name__: cls
     for cls in (
@@ -97,6 +102,7 @@ class JsonSerializer:
             if not isinstance(cls, type):
                 raise TypeError(f"allow takes classes, not {cls!r}")
             self._allowed[type_name(cls)] = cls
+        self._hooked = json.JSONDecoder(object_hook=self._rebuild)
 
     def with_allowed(self, *types: type) -> JsonSerializer:
         """Return a serializer that also allows ``types``."""
@@ -138,7 +144,13 @@ class JsonSerializer:
     def loads(self, raw: bytes) -> Any:
         """Decode UTF-8 JSON produced by :meth:`dumps` (tags are rebuilt bottom-up)."""
         try:
-            return json.loads(raw, object_hook=self._rebuild)
+            text = raw.decode("utf-8")
+            # Nothing tagged: the C scanner alone; else tags are rebuilt bottom-up.
+            decoder = _PLAIN if _TAG_BYTES not in raw else self._hooked
+            value, end = decoder.raw_decode(text)
+            if end != len(text):
+                raise ValueError(f"extra data at position {end}")
+            return value
         except CorruptValue:
             raise
         except (ValueError, UnicodeDecodeError) as exc:
