@@ -22,7 +22,7 @@ from sqlstore.checkpoints import CheckpointEntry, CheckpointQuery, ThreadSummary
 from sqlstore.errors import MetadataCursorRestart
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
-from sqlstore.ports import CheckpointStore, Store
+from sqlstore.ports import Store, checkpoints_of
 
 from . import checkpoint_render, render
 from .context import (
@@ -201,7 +201,7 @@ def latest_checkpoint(
     store: Store, session_id: str
 ) -> tuple[ThreadSummary, CheckpointEntry] | None:
     """Return a graph thread's counts and newest root checkpoint, or None for other sessions."""
-    port: CheckpointStore | None = getattr(store, "checkpoints", None)
+    port = checkpoints_of(store)
     if port is None:
         return None
     summary = port.summary(session_id)

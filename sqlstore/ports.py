@@ -16,6 +16,7 @@ attribute, ``None`` (or absent) where the backend has none:
   file size).
 
 Code that uses a capability asks for it (:func:`imports_of`, :func:`history_of`,
+:func:`checkpoints_of`,
 :func:`housekeeping_of`) and never tests the store's type.
 """
 
@@ -426,6 +427,12 @@ def history_of(store: object) -> SweepHistory | None:
     """Return the store's sweep history, or None when its backend keeps none."""
     history: SweepHistory | None = getattr(store, "history", None)
     return history
+
+
+def checkpoints_of(store: object) -> CheckpointStore | None:
+    """Return the store's graph-checkpoint port (``store.checkpoints``), or None."""
+    port: CheckpointStore | None = getattr(store, "checkpoints", None)
+    return port
 
 
 def housekeeping_of(store: object) -> Housekeeping | None:

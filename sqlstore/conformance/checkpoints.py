@@ -30,7 +30,7 @@ from sqlstore.checkpoints import (
 )
 from sqlstore.conformance.base import SuiteBase
 from sqlstore.errors import InvalidSessionId, SessionNotFound
-from sqlstore.ports import CheckpointStore, Store
+from sqlstore.ports import CheckpointStore, Store, checkpoints_of
 from sqlstore.session import Session
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -84,8 +84,8 @@ class CheckpointSuite(SuiteBase):
     @staticmethod
     def port(store: Store) -> CheckpointStore:
         """Return the store's checkpoint port (every sqlstore backend has one)."""
-        found: CheckpointStore = getattr(store, "checkpoints")  # noqa: B009 (optional part)
-        assert isinstance(found, CheckpointStore)
+        found = checkpoints_of(store)
+        assert isinstance(found, CheckpointStore), "the store has no checkpoint port"
         return found
 
     def test_checkpoint_round_trip(self, store: Store) -> None:

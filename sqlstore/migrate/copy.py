@@ -42,7 +42,7 @@ from sqlstore.migrate.items import Fingerprint, LogEntry, SessionImport
 from sqlstore.migrate.report import OUTCOME_IMPORTED, SKIP_ALREADY_IMPORTED, SKIP_CHANGED
 from sqlstore.migrate.target import BatchEntry, ItemRow, target_for
 from sqlstore.model import JSON
-from sqlstore.ports import Store
+from sqlstore.ports import Store, checkpoints_of
 
 COPY_BATCH_SESSIONS = 25
 """Sessions read and written per batch by default."""
@@ -224,8 +224,8 @@ class _Threads:
     """Copies the checkpoint data of graph threads along with their sessions."""
 
     def __init__(self, src: Store, dst: Store) -> None:
-        self._src = getattr(src, "checkpoints", None)
-        self._dst = getattr(dst, "checkpoints", None)
+        self._src = checkpoints_of(src)
+        self._dst = checkpoints_of(dst)
         self._ids = set(self._src.thread_ids()) if self._src and self._dst else set()
 
     def copy(self, session_id: str | None) -> None:

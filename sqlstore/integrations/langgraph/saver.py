@@ -39,7 +39,7 @@ from sqlstore.checkpoints import CHECKPOINT_PAGE_ROWS, CheckpointKey, Checkpoint
 from sqlstore.errors import SessionNotFound
 from sqlstore.integrations.langgraph import config as cfg
 from sqlstore.integrations.langgraph.serde import JsonSerializer
-from sqlstore.ports import CheckpointStore, Closeable, Store
+from sqlstore.ports import CheckpointStore, Closeable, Store, checkpoints_of
 from sqlstore.session import Session
 
 FRAMEWORK_LABEL = {"framework": "langgraph"}
@@ -63,7 +63,7 @@ def open_store(store: Any, options: dict[str, Any]) -> tuple[Store, bool]:
     elif options:
         raise TypeError("store options are only accepted with a path or URL")
     store = getattr(store, "sync", store)
-    if not isinstance(getattr(store, "checkpoints", None), CheckpointStore):
+    if not isinstance(checkpoints_of(store), CheckpointStore):
         if owned:
             store.close()
         raise TypeError(f"{store!r} has no checkpoint port (store.checkpoints)")
