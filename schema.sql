@@ -136,6 +136,15 @@ CREATE TABLE retention_runs (
 CREATE INDEX sessions_by_state_kind ON sessions (state, kind);
 CREATE INDEX sessions_by_parent ON sessions (json_extract(relationship, '$.parent_session_id'))
     WHERE kind IN ('subagent', 'parallel_branch', 'team_member');
+-- Scoped state (schema 3, #18: the ADK integration's app: and user: state): JSON values
+-- by key per scope, shared beyond sessions, so deleting or pruning a session keeps them.
+CREATE TABLE scoped_state (
+    scope          TEXT NOT NULL,
+    key            TEXT NOT NULL,
+    value          TEXT NOT NULL,
+    modified_at_ns INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+) WITHOUT ROWID;
 
 -- LangGraph checkpointer (issue 17, schema version 3): graph checkpoints of a thread,
 -- which is a session (session_id). A checkpoint row holds everything but the channel

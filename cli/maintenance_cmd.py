@@ -15,7 +15,7 @@ from sqlstore.sqlite import maintenance
 from sqlstore.sqlite.connection import SCHEMA_VERSION
 
 from . import render
-from .context import CliContext, json_option, pass_cli
+from .context import CliContext, NonEmptyPath, json_option, pass_cli
 
 
 def check_lines(report: maintenance.CheckReport) -> Iterator[str]:
@@ -126,7 +126,7 @@ def vacuum(cli: CliContext, incremental: bool) -> None:
 
 
 @click.command(short_help="Copy the live database to DEST and check the copy.")
-@click.argument("dest", type=click.Path(path_type=Path))
+@click.argument("dest", type=NonEmptyPath(path_type=Path))
 @json_option
 @pass_cli
 def backup(cli: CliContext, dest: Path) -> None:

@@ -8,7 +8,6 @@ result. All but ``rm`` only read and never create a database file.
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import click
 from sqlstore import clock, snapshot
 from sqlstore.checkpoints import CheckpointEntry, CheckpointQuery, ThreadSummary
 from sqlstore.errors import MetadataCursorRestart
+from sqlstore.integrations import transcripts
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
 from sqlstore.ports import Store, checkpoints_of
@@ -179,22 +179,25 @@ def show(cli: CliContext, session_id: str) -> None:
     with cli.open_store(readonly=True) as store:
         session = store.sessions.load(session_id)
         meta = store.sessions.meta(session_id)
-        thread = latest_checkpoint(store, session_id)
+        rebuilt = transcripts.conversation(store, session)  # framework sessions: from the log
+        thread = latest_checkpoint(store, session_id)  # graph threads: their checkpoints
+    if rebuilt is not None:
+        session.messages = rebuilt
     if cli.json:
         doc = snapshot.to_json(session)
         if thread is not None:
             doc["checkpoint"] = checkpoint_render.checkpoint_doc(*thread)
-        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        click.echo(render.json_text(doc, indent=2))
         return
     for line in render.session_summary(session, meta):
-        click.echo(line)
+        render.echo(line)
     for line in render.conversation(session.messages):
-        click.echo(line)
+        render.echo(line)
     if thread is not None:
         for line in checkpoint_render.checkpoint_lines(*thread):
-            click.echo(line)
+            render.echo(line)
         for line in checkpoint_render.thread_conversation(thread[1]):
-            click.echo(line)
+            render.echo(line)
 
 
 def latest_checkpoint(
@@ -339,7 +342,8 @@ def rm(cli: CliContext, session_ids: tuple[str, ...], yes: bool) -> None:
                     "refusing to delete without confirmation: standard input is not a terminal",
                     hint="Pass --yes to delete without asking.",
                 )
-            click.confirm(f"Delete {len(ids)} session(s): {', '.join(ids)}?", abort=True)
+            shown = ", ".join(render.visible(sid) for sid in ids)
+            click.confirm(f"Delete {len(ids)} session(s): {shown}?", abort=True)
         for session_id in ids:
             store.sessions.delete(session_id)
-    cli.emit({"deleted": ids}, [f"Deleted {session_id}" for session_id in ids])
+    cli.emit({"deleted": ids}, [f"Deleted {render.visible(sid)}" for sid in ids])

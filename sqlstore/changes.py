@@ -25,14 +25,15 @@ A mismatch raises :class:`~sqlstore.errors.VersionConflict` and changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlstore import snapshot as snapshot_codec
-from sqlstore.audit import ToolCallRecord
+from sqlstore.audit import ToolCallRecord, check_record
 from sqlstore.errors import InvalidEvent, VersionConflict
 from sqlstore.events import Event, encode_event
-from sqlstore.model import validate_session_id
+from sqlstore.model import JSON, validate_session_id
+from sqlstore.scopes import encode_scopes
 from sqlstore.session import Session
 
 
@@ -66,11 +67,13 @@ class ChangeSet:
     events: list[EncodedEvent]
     audit: list[ToolCallRecord]
     expected_version: int | None
+    scopes: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Scoped state deltas merged by the unit: scope → key → JSON text (:mod:`sqlstore.scopes`)."""
 
     @property
     def empty(self) -> bool:
         """True when the unit writes nothing (it may still check a version)."""
-        return self.snapshot is None and not self.events and not self.audit
+        return self.snapshot is None and not self.events and not self.audit and not self.scopes
 
 
 def check_expected_version(expected_version: int | None) -> None:
@@ -118,16 +121,22 @@ def prepare(
     events: Sequence[Event] = (),
     audit: Sequence[ToolCallRecord] = (),
     expected_version: int | None = None,
+    scopes: Mapping[str, Mapping[str, JSON]] | None = None,
 ) -> ChangeSet:
     """Validate and encode a unit of work for one session.
 
+    ``scopes`` maps scope ids to state deltas merged in the same unit (scoped
+    state is shared beyond the session: see :mod:`sqlstore.scopes`).
+
     Raises:
         InvalidSessionId: the id is not valid.
-        TypeError: an argument has the wrong type.
-        ValueError: the snapshot or an audit record belongs to another session, or
-            ``expected_version`` is negative.
+        TypeError: an argument (or a field of an audit record) has the wrong type.
+        ValueError: the snapshot or an audit record belongs to another session, an
+            audit field cannot be stored (see :func:`sqlstore.audit.check_record`),
+            or ``expected_version`` is negative.
         InvalidEvent: an event cannot be stored.
         SnapshotError: the snapshot cannot be encoded.
+        InvalidState: a scope delta is not a mapping of JSON values.
     """
     validate_session_id(session_id)
     check_expected_version(expected_version)
@@ -151,7 +160,14 @@ def prepare(
             raise ValueError(
                 f"audit[{index}] is of session {rec.session_id!r}, not of {session_id!r}"
             )
-    return ChangeSet(session_id, snapshot, blob, encoded, records, expected_version)
+        try:
+            check_record(rec)
+        except TypeError as exc:
+            raise TypeError(f"audit[{index}]: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"audit[{index}]: {exc}") from None
+    deltas = encode_scopes(scopes)
+    return ChangeSet(session_id, snapshot, blob, encoded, records, expected_version, deltas)
 
 
 def check_version(session_id: str, expected_version: int | None, stored: int | None) -> None:

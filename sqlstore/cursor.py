@@ -76,6 +76,22 @@ def encode_cursor(session_id: str, generation: str, position: int) -> str:
     return encoder(position)
 
 
+def parse_cursor(cursor: str, session_id: str) -> tuple[str, int]:
+    """Return the (generation, position) of a well-formed non-empty cursor of this session.
+
+    Checks everything :func:`decode_cursor` checks except the generation, which
+    only the log can judge: callers that keep positions (integrations that link
+    records to one another) use it to read a cursor the store returned.
+
+    Raises:
+        CursorMalformed: the cursor is empty or not a ``cur/1`` cursor of this session.
+    """
+    if cursor == "":
+        raise CursorMalformed("the empty cursor names no record")
+    doc = _checked_fields(cursor, session_id)
+    return doc["g"], int(doc["p"])
+
+
 def decode_cursor(cursor: str, session_id: str, generation: str | None) -> int:
     """Return the position a cursor names, after checking it belongs to this log.
 
@@ -91,6 +107,13 @@ def decode_cursor(cursor: str, session_id: str, generation: str | None) -> int:
     """
     if cursor == "":
         return 0
+    doc = _checked_fields(cursor, session_id)
+    if generation is None or doc["g"] != generation:
+        raise CursorExpired(f"cursor generation {doc['g']!r} is no longer current")
+    return int(doc["p"])
+
+
+def _checked_fields(cursor: str, session_id: str) -> dict[str, str]:
     if not isinstance(cursor, str) or not _BASE64URL.match(cursor) or len(cursor) % 4 == 1:
         raise CursorMalformed("cursor is not unpadded base64url")
     try:
@@ -108,9 +131,7 @@ def decode_cursor(cursor: str, session_id: str, generation: str | None) -> int:
         raise CursorMalformed("cursor was issued for another session")
     if not _DECIMAL.match(doc["p"]):
         raise CursorMalformed("cursor position is not a record count")
-    if generation is None or doc["g"] != generation:
-        raise CursorExpired(f"cursor generation {doc['g']!r} is no longer current")
-    return int(doc["p"])
+    return doc
 
 
 def check_boundary(position: int, length: int) -> None:

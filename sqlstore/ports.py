@@ -13,18 +13,21 @@ attribute, ``None`` (or absent) where the backend has none:
 * ``store.history`` — :class:`SweepHistory`, the record of retention sweeps;
 * ``store.housekeeping`` — :class:`Housekeeping`, what a large sweep needs from a
   backend whose writers share one file lock (pacing inputs, checkpoint, shrink,
-  file size).
+  file size);
+* ``store.scopes`` — :class:`ScopedState`, key/value state shared beyond one
+  session (an app's, a user's); ``store.apply(..., scopes=)`` writes it with a
+  session's unit.
 
 Code that uses a capability asks for it (:func:`imports_of`, :func:`history_of`,
 :func:`checkpoints_of`,
-:func:`housekeeping_of`) and never tests the store's type.
+:func:`housekeeping_of`, :func:`scopes_of`) and never tests the store's type.
 """
 
 from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
@@ -46,7 +49,7 @@ from sqlstore.events import Event, LogRecord
 from sqlstore.history import RunRecord
 from sqlstore.imports import BatchEntry, ItemRow
 from sqlstore.inventory import Lease, Page, SessionMeta, StoredSession
-from sqlstore.model import Principal
+from sqlstore.model import JSON, Principal
 from sqlstore.session import Session
 
 
@@ -265,8 +268,13 @@ class Store(Protocol):
         events: Sequence[Event] = (),
         audit: Sequence[ToolCallRecord] = (),
         expected_version: int | None = None,
+        scopes: Mapping[str, Mapping[str, JSON]] | None = None,
     ) -> Applied:
-        """Write snapshot, events and audit rows of one session as one atomic, durable unit."""
+        """Write snapshot, events and audit rows of one session as one atomic, durable unit.
+
+        ``scopes`` (scope id → state delta) are merged into scoped state in the
+        same unit; a backend without ``store.scopes`` refuses a non-empty one.
+        """
 
     def close(self) -> None:
         """Release every resource; idempotent."""
@@ -407,6 +415,33 @@ class Housekeeping(Protocol):
 
     def close(self) -> None:
         """Close a handle from :meth:`unsynced`; nothing for the store's own."""
+
+
+@runtime_checkable
+class ScopedState(Protocol):
+    """JSON state by key per scope, apart from sessions (``store.scopes``; :mod:`sqlstore.scopes`).
+
+    Scopes are never listed as sessions and outlive every session; deleting or
+    pruning a session leaves them as they are.
+    """
+
+    def get(self, scope: str) -> dict[str, JSON]:
+        """Return the scope's state (``{}`` when none was stored)."""
+
+    def merge(self, scope: str, delta: Mapping[str, JSON]) -> None:
+        """Merge ``delta`` into the scope's state (``dict.update``): atomic, durable."""
+
+    def delete(self, scope: str) -> None:
+        """Remove the scope's whole state; idempotent."""
+
+    def list(self, prefix: str = "") -> builtins.list[str]:
+        """Return the ids of the scopes with state whose id starts with ``prefix``, sorted."""
+
+
+def scopes_of(store: object) -> ScopedState | None:
+    """Return the store's scoped state, or None when its backend keeps none."""
+    scopes: ScopedState | None = getattr(store, "scopes", None)
+    return scopes
 
 
 def imports_of(store: object) -> ImportTarget | None:

@@ -33,6 +33,8 @@ SCRIPTS = [
     "redis_store",
     "aio_append",
     "ui_pages",
+    "openai_agents_session",
+    "adk_session_service",
     "langgraph_saver",
 ]
 TIMEOUT_S = 120

@@ -24,9 +24,12 @@ def test_schema_2_file_is_upgraded_to_3(tmp_path: Path) -> None:
     with SQLiteStore(path) as store:
         store.sessions.save(Session.new("old", title="kept"))
     conn = apsw.Connection(str(path))
+    # Everything schema 3 added (every feature's block), so the file is a real version 2.
     conn.execute(
         "BEGIN IMMEDIATE; DROP TABLE checkpoints; DROP TABLE checkpoint_blobs; "
-        "DROP TABLE checkpoint_writes; PRAGMA user_version = 2; COMMIT"
+        "DROP TABLE checkpoint_writes; DROP TABLE IF EXISTS scoped_state; "
+        "DROP INDEX IF EXISTS sessions_by_state_kind; DROP INDEX IF EXISTS sessions_by_parent; "
+        "PRAGMA user_version = 2; COMMIT"
     )
     conn.close()
     with SQLiteStore(path) as store:

@@ -18,6 +18,7 @@ from sqlstore.conformance import (
     LeaseSuite,
     PagerSuite,
     PrunableSuite,
+    ScopesSuite,
     StoreSuite,
     SweepHistorySuite,
     TailSuite,
@@ -99,6 +100,10 @@ class TestMemoryVersion(MemoryFactories, VersionSuite):
 
 class TestMemoryApply(MemoryFactories, ApplySuite):
     """ApplySuite on MemoryStore."""
+
+
+class TestMemoryScopes(MemoryFactories, ScopesSuite):
+    """ScopesSuite on MemoryStore."""
 
 
 class TestMemoryCheckpoints(MemoryFactories, CheckpointSuite):

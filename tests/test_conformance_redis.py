@@ -21,6 +21,7 @@ from sqlstore.conformance import (
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
+    ScopesSuite,
     StoreSuite,
     SweepHistorySuite,
     TailSuite,
@@ -111,6 +112,10 @@ class TestRedisVersion(RedisFactories, VersionSuite):
 
 class TestRedisApply(RedisFactories, ApplySuite):
     """ApplySuite on RedisStore."""
+
+
+class TestRedisScopes(RedisFactories, ScopesSuite):
+    """ScopesSuite on RedisStore."""
 
 
 class TestRedisCheckpoints(RedisFactories, CheckpointSuite):

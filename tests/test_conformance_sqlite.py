@@ -19,6 +19,7 @@ from sqlstore.conformance import (
     PagerSuite,
     ProcessTarget,
     PrunableSuite,
+    ScopesSuite,
     StoreSuite,
     SweepHistorySuite,
     TailSuite,
@@ -102,6 +103,10 @@ class TestSQLiteVersion(SQLiteFactories, VersionSuite):
 
 class TestSQLiteApply(SQLiteFactories, ApplySuite):
     """ApplySuite on SQLiteStore."""
+
+
+class TestSQLiteScopes(SQLiteFactories, ScopesSuite):
+    """ScopesSuite on SQLiteStore."""
 
 
 class TestSQLiteCheckpoints(SQLiteFactories, CheckpointSuite):

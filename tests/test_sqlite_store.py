@@ -304,8 +304,21 @@ def test_readonly_store_reads_and_refuses_writes(tmp_path: Path) -> None:
         SQLiteStore(tmp_path / "missing.db", readonly=True)
 
 
+SCHEMA_3_TABLES = ("scoped_state",)
+"""Tables schema version 3 added (each second-stage feature adds its own)."""
+
+
+def _as_schema_2(path: Path) -> None:
+    """Rewrite a current store file into what schema version 2 looked like."""
+    conn = apsw.Connection(str(path))
+    drops = "".join(f"DROP TABLE {table}; " for table in SCHEMA_3_TABLES)
+    conn.execute(f"BEGIN IMMEDIATE; {drops}PRAGMA user_version = 2; COMMIT")
+    conn.close()
+
+
 def _as_schema_1(path: Path) -> None:
     """Rewrite a current store file into what schema version 1 looked like."""
+    _as_schema_2(path)
     conn = apsw.Connection(str(path))
     conn.execute(
         "BEGIN IMMEDIATE; DROP INDEX sessions_by_owner; "
@@ -314,6 +327,23 @@ def _as_schema_1(path: Path) -> None:
         "DROP TABLE checkpoints; DROP TABLE checkpoint_blobs; DROP TABLE checkpoint_writes; "
         "PRAGMA user_version = 1; COMMIT"
     )
+    conn.close()
+
+
+def test_schema_2_file_is_upgraded_to_scoped_state(tmp_path: Path) -> None:
+    """Opening a version-2 file adds the scoped-state table and keeps every row."""
+    path = tmp_path / "v2.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("a"))
+        store.events.append_event("a", Event("message", 1, 1, "hi", "r"))
+    _as_schema_2(path)
+    with SQLiteStore(path) as store:
+        assert [e.text for e in store.events.read("a")] == ["hi"]
+        store.scopes.merge("app", {"k": 1})
+        assert store.scopes.get("app") == {"k": 1}
+    conn = apsw.Connection(str(path))
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     conn.close()
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -12,6 +12,7 @@ from sqlstore.aio.runner import AIO_MAX_WORKERS, Runner, check_workers
 from sqlstore.audit import ToolCallRecord
 from sqlstore.changes import Applied
 from sqlstore.events import Event
+from sqlstore.model import JSON
 from sqlstore.ports import Store
 from sqlstore.session import Session
 
@@ -54,8 +55,9 @@ class AsyncStore:
         events: Sequence[Event] = (),
         audit: Sequence[ToolCallRecord] = (),
         expected_version: int | None = None,
+        scopes: Mapping[str, Mapping[str, JSON]] | None = None,
     ) -> Applied:
-        """Write snapshot, events and audit rows of one session as one unit (shielded write).
+        """Write snapshot, events, audit rows and scope deltas as one unit (shielded write).
 
         See the sync store's ``apply``: all or nothing, conditional with
         ``expected_version``; ``VersionConflict`` when the version does not match.
@@ -67,6 +69,7 @@ class AsyncStore:
             events=events,
             audit=audit,
             expected_version=expected_version,
+            scopes=scopes,
         )
 
     async def aclose(self) -> None:

@@ -24,6 +24,7 @@ from sqlstore.conformance.history import SweepHistorySuite
 from sqlstore.conformance.imports import ImportTargetSuite
 from sqlstore.conformance.inventory import ConditionalPruneSuite, PagerSuite, PrunableSuite
 from sqlstore.conformance.leases import LeaseSuite
+from sqlstore.conformance.scopes import ScopesSuite
 from sqlstore.conformance.store import StoreSuite
 from sqlstore.conformance.versioned import VersionSuite
 
@@ -42,6 +43,7 @@ __all__ = [
     "PagerSuite",
     "ProcessTarget",
     "PrunableSuite",
+    "ScopesSuite",
     "StoreSuite",
     "SuiteBase",
     "SweepHistorySuite",

@@ -185,8 +185,10 @@ class ImportTargetSuite(SuiteBase):
         )
         old_cursor = encode_cursor("conf-gen", GENERATION, 1)
         assert len(list(store.events.read_after("conf-gen", old_cursor))) == 3
+        # Another job overwrites it: the same job would skip an item it imported already.
+        imports = target(store, "conf-other-job")
         imports.write_batch(
-            "conf-job", [entry("a", payload("conf-gen"))], overwrite=True, now_ns=NOW_NS
+            "conf-other-job", [entry("a", payload("conf-gen"))], overwrite=True, now_ns=NOW_NS
         )
         with pytest.raises(CursorExpired):
             list(store.events.read_after("conf-gen", old_cursor))

@@ -52,6 +52,13 @@ class MemoryState:
         self.write_seq = 0
         """Highest snapshot version handed out or deleted: versions never repeat for an id."""
         self.checkpoint_tables = CheckpointTables()
+        self.scopes: dict[str, dict[str, str]] = {}
+        """Scoped state: scope → key → JSON text (:mod:`sqlstore.scopes`); apart from sessions."""
+
+    def merge_scopes(self, deltas: dict[str, dict[str, str]]) -> None:
+        """Merge encoded scope deltas (call under the lock)."""
+        for scope, delta in deltas.items():
+            self.scopes.setdefault(scope, {}).update(delta)
 
     def check_open(self) -> None:
         """Raise ``StoreClosed`` once the store is closed."""

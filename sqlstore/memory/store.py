@@ -10,7 +10,7 @@ followers wait on a condition tied to it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.changes import Applied, prepare
@@ -20,9 +20,11 @@ from sqlstore.memory.checkpoints import MemoryCheckpoints
 from sqlstore.memory.events import MemoryEvents
 from sqlstore.memory.history import MemoryHistory
 from sqlstore.memory.imports import MemoryImports
+from sqlstore.memory.scopes import MemoryScopes
 from sqlstore.memory.sessions import MemorySessions
 from sqlstore.memory.state import MemoryState
 from sqlstore.memory.units import apply_changes
+from sqlstore.model import JSON
 from sqlstore.ports import Closeable
 from sqlstore.session import Session
 
@@ -30,8 +32,9 @@ from sqlstore.session import Session
 class MemoryStore(Closeable):
     """An in-process store with the same contracts as ``SQLiteStore`` (nothing persists).
 
-    Capabilities: ``imports`` (an import target) and ``history`` (sweep
-    records, gone with the store); ``housekeeping`` is None (no file to share).
+    Capabilities: ``imports`` (an import target), ``history`` (sweep
+    records, gone with the store) and ``scopes`` (scoped state); ``housekeeping``
+    is None (no file to share).
     """
 
     housekeeping: None = None
@@ -45,6 +48,7 @@ class MemoryStore(Closeable):
         self.checkpoints = MemoryCheckpoints(self._state, self._state.put)
         self.imports = MemoryImports(self._state, self.sessions, self.events, self.audit)
         self.history = MemoryHistory(self._state)
+        self.scopes = MemoryScopes(self._state)
 
     def apply(
         self,
@@ -54,14 +58,16 @@ class MemoryStore(Closeable):
         events: Sequence[Event] = (),
         audit: Sequence[ToolCallRecord] = (),
         expected_version: int | None = None,
+        scopes: Mapping[str, Mapping[str, JSON]] | None = None,
     ) -> Applied:
-        """Write snapshot, events and audit rows of one session as one unit (see SQLiteStore)."""
+        """Write snapshot, events, audit rows and scope deltas as one unit (see SQLiteStore)."""
         changes = prepare(
             session_id,
             snapshot=snapshot,
             events=events,
             audit=audit,
             expected_version=expected_version,
+            scopes=scopes,
         )
         return apply_changes(self._state, changes)
 

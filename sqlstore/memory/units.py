@@ -47,11 +47,14 @@ def apply_changes(state: MemoryState, changes: ChangeSet) -> Applied:
             at = clock.from_ns(now_ns)
             for rec in changes.audit:
                 trail.append((next(state.audit_order), rec if rec.at else replace(rec, at=at)))
+        state.merge_scopes(changes.scopes)
         if changes.snapshot is not None:
             assert changes.blob is not None
             version = state.put(changes.snapshot, changes.blob, now_ns)
-        else:
+        elif changes.events or changes.audit:
             version = state.touch(session_id, now_ns) or 0
+        else:
+            version = current or 0  # scoped state only: the session is not written
         if changes.events:
             state.notify()
         return Applied(version, cursors)

@@ -106,6 +106,15 @@ class Keys:
     def owner_index(self, scope: str) -> str:
         return f"{self.prefix}index:{scope}"
 
+    def scope(self, scope: str) -> str:
+        """The hash of one scope's state (field: key, value: JSON text; :mod:`sqlstore.scopes`)."""
+        return f"{self.prefix}scope:{hex_id(scope)}"
+
+    @property
+    def scopes(self) -> str:
+        """The set of scope ids that have state."""
+        return f"{self.prefix}scopes"
+
     def job_items(self, job_id: str) -> str:
         return f"{self.prefix}migrate:{job_id}"
 

@@ -217,9 +217,21 @@ IMPORT = """#!lua
 --       7 blob, 8 mtime_ns, 9 meta, 10 cmp, 11 owner_scope, 12 page_prefix, 13 age_prefix,
 --       14 hexid, 15 generation, 16 record count, 17 audit count, 18 spare generation,
 --       then (kind, body) per record, then one '<json>' per audit row.
--- Returns 1 when imported, 0 when the id exists and overwrite is off (only the row written).
+-- Returns 1 when imported, 0 when the id exists and overwrite is off (only the row written),
+-- 2 when another run of this job imported this item with the same fingerprint, 3 when it
+-- imported it with another one and overwrite is off (2 and 3 write nothing).
 -- "Exists" (the ImportTarget contract): a snapshot, an event log or audit rows.
 local skey = KEYS[1]
+local cur = redis.call('HGET', KEYS[11], ARGV[2])
+if cur then
+  local was, now = cjson.decode(cur), cjson.decode(ARGV[3])
+  if was.outcome == 'imported' and was.session_id == ARGV[6] then
+    if was.sha256 == now.sha256 and was.size == now.size and was.mtime_ns == now.mtime_ns then
+      return 2
+    end
+    if ARGV[1] ~= '1' then return 3 end
+  end
+end
 if redis.call('EXISTS', skey, KEYS[2], KEYS[3], KEYS[4]) > 0 and ARGV[1] ~= '1' then
   redis.call('HSET', KEYS[11], ARGV[2], ARGV[4])
   return 0
@@ -283,7 +295,9 @@ APPLY = (
 -- ARGV: 1 expected version ('' = unconditional, '0' = must not exist), 2 fresh generation,
 --       3 mtime_ns, 4 page_prefix, 5 age_prefix, 6 hexid, 7 prefix, 8 session_id,
 --       9 has snapshot ('1'/'0'), 10 blob, 11 meta, 12 cmp, 13 owner_scope,
---       14 event count, 15 audit count, then one body per event, then one JSON per audit row.
+--       14 event count, 15 audit count, then one body per event, then one JSON per audit row,
+--       then the scoped-state count and, per key of a delta, its scope hash key, scope id,
+--       state key and JSON value (merged with HSET, the scope id added to ARGV[7]..'scopes').
 -- Returns {'conflict', stored version or ''} (nothing written) or
 --         {'ok', version or 0, generation or '', first position or 0}.
 local skey = KEYS[1]
@@ -318,6 +332,13 @@ for i = 1, naudit do
   at = at + 1
 end
 if naudit > 0 then redis.call('SADD', KEYS[5], ARGV[8]) end
+local nscoped = tonumber(ARGV[at] or '0')
+at = at + 1
+for i = 1, nscoped do
+  redis.call('HSET', ARGV[at], ARGV[at + 2], ARGV[at + 3])
+  redis.call('SADD', ARGV[7] .. 'scopes', ARGV[at + 1])
+  at = at + 4
+end
 local version = stored or 0
 if ARGV[9] == '1' then
   local old = redis.call('HMGET', skey, 'idx_page', 'idx_age', 'owner_scope')

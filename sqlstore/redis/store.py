@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.changes import Applied, prepare
 from sqlstore.events import Event
+from sqlstore.model import JSON
 from sqlstore.ports import Closeable
 from sqlstore.redis.audit import RedisAudit, RedisLeases
 from sqlstore.redis.checkpoints import RedisCheckpoints
@@ -16,6 +17,7 @@ from sqlstore.redis.events import RedisEvents
 from sqlstore.redis.history import RedisHistory
 from sqlstore.redis.imports import RedisImports
 from sqlstore.redis.keys import DEFAULT_PREFIX
+from sqlstore.redis.scopes import RedisScopes
 from sqlstore.redis.sessions import RedisSessions
 from sqlstore.redis.units import apply_unit
 from sqlstore.session import Session
@@ -56,6 +58,7 @@ class RedisStore(Closeable):
         self.imports = RedisImports(self.conn)
         self.history = RedisHistory(self.conn)
         self.checkpoints = RedisCheckpoints(self.conn)
+        self.scopes = RedisScopes(self.conn)
 
     housekeeping: None = None
 
@@ -71,8 +74,9 @@ class RedisStore(Closeable):
         events: Sequence[Event] = (),
         audit: Sequence[ToolCallRecord] = (),
         expected_version: int | None = None,
+        scopes: Mapping[str, Mapping[str, JSON]] | None = None,
     ) -> Applied:
-        """Write snapshot, events and audit rows of one session as one atomic script.
+        """Write snapshot, events, audit rows and scope deltas as one atomic script.
 
         Same contract as ``SQLiteStore.apply`` (conditional with
         ``expected_version``, all or nothing); durable as far as the server's
@@ -84,6 +88,7 @@ class RedisStore(Closeable):
             events=events,
             audit=audit,
             expected_version=expected_version,
+            scopes=scopes,
         )
         return apply_unit(self.conn, changes)
 

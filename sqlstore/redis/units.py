@@ -21,6 +21,15 @@ from sqlstore.redis import keys
 from sqlstore.redis.connection import Connection
 
 
+def scope_args(k: keys.Keys, deltas: dict[str, dict[str, str]]) -> list[str]:
+    """Return the script's scoped-state arguments: the count, then 4 per key of a delta."""
+    out = [str(sum(len(delta) for delta in deltas.values()))]
+    for scope, delta in deltas.items():
+        for key, text in delta.items():
+            out.extend((k.scope(scope), scope, key, text))
+    return out
+
+
 def apply_unit(conn: Connection, changes: ChangeSet) -> Applied:
     """Run one unit of work as one script and return its outcome.
 
@@ -55,6 +64,7 @@ def apply_unit(conn: Connection, changes: ChangeSet) -> Applied:
         canonical_json((rec if rec.at is not None else replace(rec, at=at)).to_json())
         for rec in changes.audit
     )
+    args.extend(scope_args(k, changes.scopes))
     with conn.guard():
         reply: list[Any] = conn.apply(
             keys=[

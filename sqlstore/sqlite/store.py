@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.changes import Applied, prepare
 from sqlstore.events import Event
+from sqlstore.model import JSON
 from sqlstore.ports import Closeable
 from sqlstore.session import Session
 from sqlstore.sqlite.audit import SQLiteAudit, SQLiteLeases
@@ -18,6 +19,7 @@ from sqlstore.sqlite.events import SQLiteEvents
 from sqlstore.sqlite.history import SQLiteHistory
 from sqlstore.sqlite.housekeeping import SQLiteHousekeeping
 from sqlstore.sqlite.imports import SQLiteImports
+from sqlstore.sqlite.scopes import SQLiteScopes
 from sqlstore.sqlite.sessions import SQLiteSessions
 from sqlstore.sqlite.units import apply_changes
 
@@ -77,6 +79,7 @@ class SQLiteStore(Closeable):
         self.imports = SQLiteImports(self.db)
         self.history = SQLiteHistory(self.db)
         self.checkpoints = SQLiteCheckpoints(self.db)
+        self.scopes = SQLiteScopes(self.db)
 
     @property
     def housekeeping(self) -> SQLiteHousekeeping:
@@ -91,8 +94,13 @@ class SQLiteStore(Closeable):
         events: Sequence[Event] = (),
         audit: Sequence[ToolCallRecord] = (),
         expected_version: int | None = None,
+        scopes: Mapping[str, Mapping[str, JSON]] | None = None,
     ) -> Applied:
         """Write a snapshot, events and audit rows of one session as one durable unit.
+
+        ``scopes`` maps scope ids to state deltas merged in the same unit
+        (``dict.update`` per scope; see :mod:`sqlstore.scopes`); a unit of scope
+        deltas alone does not write the session.
 
         All of it or none, in one transaction and one fsync (one write of the
         group commit). With ``expected_version`` the unit is conditional like
@@ -122,6 +130,7 @@ class SQLiteStore(Closeable):
             events=events,
             audit=audit,
             expected_version=expected_version,
+            scopes=scopes,
         )
         return self.db.write(lambda conn: apply_changes(conn, changes))
 

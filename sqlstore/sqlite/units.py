@@ -16,6 +16,7 @@ from sqlstore import clock
 from sqlstore.changes import Applied, ChangeSet, check_version
 from sqlstore.cursor import encode_cursor
 from sqlstore.sqlite import rows
+from sqlstore.sqlite.scopes import merge_scopes
 
 
 def stored_version(conn: apsw.Connection, session_id: str) -> int | None:
@@ -53,9 +54,13 @@ def apply_changes(conn: apsw.Connection, changes: ChangeSet) -> Applied:
             conn,
             [(rec, now_ns if rec.at is None else clock.to_ns(rec.at)) for rec in changes.audit],
         )
+    if changes.scopes:
+        merge_scopes(conn, changes.scopes, now_ns)
     if changes.snapshot is not None:
         assert changes.blob is not None
         version: int | None = rows.put_snapshot(conn, changes.snapshot, changes.blob, now_ns)
-    else:
+    elif changes.events or changes.audit:
         version = rows.touch_session(conn, session_id, now_ns)
+    else:
+        version = stored  # scoped state only: the session is not written
     return Applied(version or 0, cursors)
