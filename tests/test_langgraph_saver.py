@@ -317,21 +317,3 @@ def test_saver_on_an_aio_store_and_cancelled_aput(tmp_path: Path) -> None:
             assert (await astore.sessions.meta("t")).id == "t"
 
     asyncio.run(go())
-
-
-def test_import_without_the_extra_names_it() -> None:
-    """Without LangGraph, importing the integration says which extra to install; sqlstore works."""
-    code = (
-        "import sys; sys.modules['langgraph'] = None\n"
-        "import sqlstore\n"
-        "assert 'langchain_core' not in sys.modules\n"
-        "try:\n"
-        "    import sqlstore.integrations.langgraph\n"
-        "except ImportError as exc:\n"
-        "    print(exc)\n"
-    )
-    done = subprocess.run(
-        [__import__("sys").executable, "-c", code], capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert "pip install 'sqlstore[langgraph]'" in done.stdout
