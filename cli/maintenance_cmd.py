@@ -80,6 +80,11 @@ def stats(cli: CliContext) -> None:
         yield f"events        {report.events} (in {report.event_logs} logs)"
         yield f"audit rows    {report.audit_rows}"
         yield f"leases held   {report.leases}"
+        if report.checkpoints:
+            yield (
+                f"checkpoints   {report.checkpoints} in {report.threads} threads "
+                f"({report.checkpoint_blobs} channel values, {report.checkpoint_writes} writes)"
+            )
         yield f"file size     {render.human_bytes(report.file_bytes)}"
         yield f"wal size      {render.human_bytes(report.wal_bytes)}"
         yield f"free space    {render.human_bytes(report.free_pages * report.page_size)}"

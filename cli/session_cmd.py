@@ -17,13 +17,14 @@ from types import FrameType
 import click
 
 from sqlstore import clock, snapshot
+from sqlstore.checkpoints import CheckpointEntry, CheckpointQuery, ThreadSummary
 from sqlstore.errors import MetadataCursorRestart
 from sqlstore.integrations import transcripts
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
-from sqlstore.ports import Store
+from sqlstore.ports import Store, checkpoints_of
 
-from . import render
+from . import checkpoint_render, render
 from .context import (
     DURATION,
     CliContext,
@@ -179,15 +180,39 @@ def show(cli: CliContext, session_id: str) -> None:
         session = store.sessions.load(session_id)
         meta = store.sessions.meta(session_id)
         rebuilt = transcripts.conversation(store, session)  # framework sessions: from the log
+        thread = latest_checkpoint(store, session_id)  # graph threads: their checkpoints
     if rebuilt is not None:
         session.messages = rebuilt
     if cli.json:
-        click.echo(render.json_text(snapshot.to_json(session), indent=2))
+        doc = snapshot.to_json(session)
+        if thread is not None:
+            doc["checkpoint"] = checkpoint_render.checkpoint_doc(*thread)
+        click.echo(render.json_text(doc, indent=2))
         return
     for line in render.session_summary(session, meta):
         render.echo(line)
     for line in render.conversation(session.messages):
         render.echo(line)
+    if thread is not None:
+        for line in checkpoint_render.checkpoint_lines(*thread):
+            render.echo(line)
+        for line in checkpoint_render.thread_conversation(thread[1]):
+            render.echo(line)
+
+
+def latest_checkpoint(
+    store: Store, session_id: str
+) -> tuple[ThreadSummary, CheckpointEntry] | None:
+    """Return a graph thread's counts and newest root checkpoint, or None for other sessions."""
+    port = checkpoints_of(store)
+    if port is None:
+        return None
+    summary = port.summary(session_id)
+    entry = port.get(session_id, "") if summary.checkpoints else None
+    if entry is None:
+        page = port.page(CheckpointQuery(thread_id=session_id), limit=1)
+        entry = page.entries[0] if page.entries else None
+    return None if entry is None else (summary, entry)
 
 
 @contextlib.contextmanager

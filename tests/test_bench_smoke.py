@@ -35,6 +35,7 @@ SCRIPTS = [
     "ui_pages",
     "openai_agents_session",
     "adk_session_service",
+    "langgraph_saver",
 ]
 TIMEOUT_S = 120
 

@@ -15,6 +15,7 @@ TIMEOUT_S = 60.0
     [
         ("agents", "sqlstore.integrations.openai_agents", "openai-agents"),
         ("google.adk", "sqlstore.integrations.adk", "adk"),
+        ("langgraph", "sqlstore.integrations.langgraph", "langgraph"),
     ],
 )
 def test_missing_framework_names_the_extra(blocked: str, module: str, extra: str) -> None:

@@ -14,6 +14,12 @@ is unchanged (``already_imported``), copies new ones, and — with
 ``overwrite=True`` — re-copies those that changed. A session written while it
 is being copied is skipped as ``changed`` and picked up by the next run.
 
+A session that is a graph thread (``store.checkpoints``, e.g. a LangGraph
+thread) has its checkpoint data copied right after its batch is written, with
+the session's ``modified_at`` kept. A run interrupted between the two is
+repaired by the next one: a session already copied whose checkpoints are
+missing at the destination gets them then.
+
 Only sessions with a snapshot are copied: an event log or audit trail under an
 id that has no snapshot is not part of the inventory and is left behind.
 
@@ -36,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlstore import clock
+from sqlstore.checkpoints import all_entries
 from sqlstore.errors import MigrationError, SessionNotFound, StoreError
 from sqlstore.inventory import SessionMeta
 from sqlstore.migrate.items import Fingerprint, LogEntry, SessionImport
@@ -47,7 +54,7 @@ from sqlstore.migrate.report import (
 )
 from sqlstore.migrate.target import BatchEntry, ItemRow, target_for
 from sqlstore.model import JSON
-from sqlstore.ports import Store
+from sqlstore.ports import Store, checkpoints_of
 
 COPY_BATCH_SESSIONS = 25
 """Sessions read and written per batch by default."""
@@ -183,6 +190,7 @@ def copy_store(
         target.start_job(job_id, source, COPY_FORMAT, clock.now_ns())
     pending: list[BatchEntry] = []
     handled = 0
+    threads = _Threads(src, dst)
 
     def flush() -> None:
         if not pending:
@@ -200,6 +208,7 @@ def copy_store(
             )
         for entry, outcome in zip(pending, outcomes, strict=True):
             if outcome == OUTCOME_IMPORTED:
+                threads.copy(entry.row.session_id)
                 report.copied += 1
                 if entry.payload is not None:
                     report.events += len(entry.payload.log)
@@ -219,6 +228,7 @@ def copy_store(
             print_ = fingerprint(meta)
             old = rows.get(item)
             if old is not None and old.outcome == OUTCOME_IMPORTED and old.fingerprint == print_:
+                threads.repair(meta.id)
                 report.skipped[SKIP_ALREADY_IMPORTED] += 1
                 continue
             if old is not None and old.outcome == OUTCOME_IMPORTED and not overwrite:
@@ -263,3 +273,25 @@ def _verify(dst: Store, payload: SessionImport, report: CopyReport) -> None:
         )
     else:
         report.verified += 1
+
+
+class _Threads:
+    """Copies the checkpoint data of graph threads along with their sessions."""
+
+    def __init__(self, src: Store, dst: Store) -> None:
+        self._src = checkpoints_of(src)
+        self._dst = checkpoints_of(dst)
+        self._ids = set(self._src.thread_ids()) if self._src and self._dst else set()
+
+    def copy(self, session_id: str | None) -> None:
+        """Replace the destination's checkpoints of a copied session with the source's."""
+        if session_id is None or session_id not in self._ids:
+            return
+        if self._src is not None and self._dst is not None:
+            self._dst.import_thread(session_id, all_entries(self._src, session_id))
+
+    def repair(self, session_id: str) -> None:
+        """Copy the checkpoints of an already-copied session that lacks them at the destination."""
+        dst = self._dst
+        if session_id in self._ids and dst is not None and dst.summary(session_id).checkpoints == 0:
+            self.copy(session_id)

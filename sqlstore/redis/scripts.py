@@ -84,6 +84,14 @@ if ARGV[3] == '1' then
 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 redis.call('SREM', KEYS[8], ARGV[2])
+-- A LangGraph thread's checkpoint data goes with its session (issue 17; key layout in
+-- sqlstore.redis.checkpoint_scripts).
+for _, k in ipairs(redis.call('SMEMBERS', ARGV[1] .. 'cp-wkeys:' .. ARGV[2])) do
+  redis.call('DEL', k)
+end
+redis.call('DEL', ARGV[1] .. 'cp:' .. ARGV[2], ARGV[1] .. 'cp-index:' .. ARGV[2],
+  ARGV[1] .. 'cp-blobs:' .. ARGV[2], ARGV[1] .. 'cp-wkeys:' .. ARGV[2])
+redis.call('SREM', ARGV[1] .. 'cp-threads', ARGV[2])
 if h[1] then
   redis.call('ZREM', KEYS[5], h[1])
   if h[3] and h[3] ~= '' then redis.call('ZREM', ARGV[1] .. 'index:' .. h[3], h[1]) end

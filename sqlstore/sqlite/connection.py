@@ -349,8 +349,21 @@ _UPGRADES: dict[int, str] = {
         "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions "
         "(json_extract(relationship, '$.parent_session_id')) "
         "WHERE kind IN ('subagent', 'parallel_branch', 'team_member'); "
+        # LangGraph checkpointer (issue 17): checkpoints, channel blobs, pending writes.
+        "CREATE TABLE IF NOT EXISTS checkpoints (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "checkpoint_id TEXT NOT NULL, parent_id TEXT, run_id TEXT, type TEXT NOT NULL, "
+        "body BLOB NOT NULL, metadata BLOB NOT NULL, versions TEXT NOT NULL, "
+        "PRIMARY KEY (session_id, ns, checkpoint_id)) WITHOUT ROWID; "
+        "CREATE TABLE IF NOT EXISTS checkpoint_blobs (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, "
+        "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, channel, version)) WITHOUT ROWID; "
+        "CREATE TABLE IF NOT EXISTS checkpoint_writes (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, "
+        "channel TEXT NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL, "
+        "task_path TEXT NOT NULL, "
+        "PRIMARY KEY (session_id, ns, checkpoint_id, task_id, idx)) WITHOUT ROWID; "
         # scoped state (#18, the ADK integration's app: and user: state)
-        "CREATE TABLE scoped_state ("
+        "CREATE TABLE IF NOT EXISTS scoped_state ("
         " scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
         " modified_at_ns INTEGER NOT NULL, PRIMARY KEY (scope, key)) WITHOUT ROWID;"
     ),
