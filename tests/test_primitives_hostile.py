@@ -15,14 +15,18 @@ import pytest
 from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 import sqlstore
-from sqlstore import Event, Session, ToolCallRecord
+from sqlstore import Event, MemoryStore, Session, SQLiteStore, ToolCallRecord
 from sqlstore.ports import Store
+from sqlstore.redis import RedisStore
 
 BACKENDS = ["memory", "sqlite", "redis"]
 
+AnyStore = MemoryStore | SQLiteStore | RedisStore
+"""What ``sqlstore.open`` returns (every backend also has ``scopes``)."""
+
 
 @pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AnyStore]:
     """One store per backend: memory, a SQLite file, a private prefix on a redis-server."""
     if request.param == "memory":
         target = "memory:"
@@ -89,3 +93,23 @@ def test_tail_limit_above_64_bits_reads_the_whole_short_log(store: Store, limit:
     assert [r.cursor for r in tail[:4]] == cursors and tail[4].kind == "gap"
     before = store.events.read_before("huge-limit", cursors[-1], limit=limit)
     assert [r.cursor for r in before] == cursors[:3]
+
+
+def test_unconditional_apply_of_scoped_state_only(store: AnyStore) -> None:
+    """``apply`` with scope deltas alone merges them and leaves the session's version as it was."""
+    version = store.sessions.save(Session.new("scoped-only"))
+    applied = store.apply("scoped-only", scopes={"app:demo": {"theme": "dark"}})
+    assert applied.version == version and applied.cursors == []
+    assert store.scopes.get("app:demo") == {"theme": "dark"}
+    fresh = store.apply("no-session", scopes={"app:demo": {"lang": "en"}})
+    assert fresh.version == 0
+    assert store.scopes.get("app:demo") == {"theme": "dark", "lang": "en"}
+
+
+@pytest.mark.parametrize("limit", [True, 2.5, "3", None])
+def test_read_after_refuses_a_limit_that_is_not_an_int(store: Store, limit: Any) -> None:
+    """``read_after`` refuses a non-int limit with one TypeError everywhere, as read_tail does."""
+    store.events.append_events("bad-limit", [Event("e"), Event("f")])
+    with pytest.raises(TypeError, match="limit must be an int"):
+        store.events.read_after("bad-limit", limit=limit)
+    assert len(list(store.events.read_after("bad-limit", limit=1))) == 1

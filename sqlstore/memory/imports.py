@@ -74,13 +74,15 @@ class MemoryImports:
                 if entry.payload is not None:
                     sid = entry.payload.session.id
                     prev = rows.get(row.item)
-                    if prev is not None and prev.outcome == OUTCOME_IMPORTED:
-                        if prev.session_id == sid and prev.fingerprint == row.fingerprint:
-                            outcomes.append(SKIP_ALREADY_IMPORTED)  # another run did it
-                            continue
-                        if prev.session_id == sid and not overwrite:
-                            outcomes.append(SKIP_CHANGED)
-                            continue
+                    if (
+                        not overwrite
+                        and prev is not None
+                        and prev.outcome == OUTCOME_IMPORTED
+                        and prev.session_id == sid
+                    ):  # another run of this job imported it: keep its row and session
+                        same = prev.fingerprint == row.fingerprint
+                        outcomes.append(SKIP_ALREADY_IMPORTED if same else SKIP_CHANGED)
+                        continue
                     if not overwrite and self._state.taken(sid):
                         row = replace(row, outcome=SKIP_EXISTS, detail="session id already exists")
                     else:

@@ -218,18 +218,18 @@ IMPORT = """#!lua
 --       14 hexid, 15 generation, 16 record count, 17 audit count, 18 spare generation,
 --       then (kind, body) per record, then one '<json>' per audit row.
 -- Returns 1 when imported, 0 when the id exists and overwrite is off (only the row written),
--- 2 when another run of this job imported this item with the same fingerprint, 3 when it
--- imported it with another one and overwrite is off (2 and 3 write nothing).
+-- and, when overwrite is off, 2 when another run of this job imported this item with the
+-- same fingerprint, 3 when it imported it with another one (2 and 3 write nothing).
 -- "Exists" (the ImportTarget contract): a snapshot, an event log or audit rows.
 local skey = KEYS[1]
 local cur = redis.call('HGET', KEYS[11], ARGV[2])
-if cur then
+if cur and ARGV[1] ~= '1' then
   local was, now = cjson.decode(cur), cjson.decode(ARGV[3])
   if was.outcome == 'imported' and was.session_id == ARGV[6] then
     if was.sha256 == now.sha256 and was.size == now.size and was.mtime_ns == now.mtime_ns then
       return 2
     end
-    if ARGV[1] ~= '1' then return 3 end
+    return 3
   end
 end
 if redis.call('EXISTS', skey, KEYS[2], KEYS[3], KEYS[4]) > 0 and ARGV[1] ~= '1' then

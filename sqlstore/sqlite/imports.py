@@ -128,8 +128,11 @@ def _imported_by_job(
 
     Read inside the batch's write transaction, so two overlapping runs of one job
     end exactly like one: the later writer sees the earlier one's ``imported``
-    row and leaves it (and the session, even if deleted since) alone.
+    row and leaves it (and the session, even if deleted since) alone. With
+    ``overwrite`` the item is written again (the ImportTarget contract).
     """
+    if overwrite:
+        return None
     found = conn.execute(
         "SELECT size, mtime_ns, sha256, outcome, session_id FROM migration_items "
         "WHERE job_id = ? AND item = ?",
@@ -140,7 +143,7 @@ def _imported_by_job(
     size, mtime_ns, sha = found[0], found[1], found[2]
     if Fingerprint(int(size), int(mtime_ns), str(sha)) == row.fingerprint:
         return SKIP_ALREADY_IMPORTED
-    return None if overwrite else SKIP_CHANGED
+    return SKIP_CHANGED
 
 
 _TAKEN_SQL = (

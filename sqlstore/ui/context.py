@@ -52,6 +52,7 @@ def _environment() -> jinja2.Environment:
     env.filters["bytes"] = present.human_bytes
     env.filters["one_line"] = present.one_line
     env.filters["pretty_json"] = present.pretty_json
+    env.filters["clip"] = present.clip
     env.filters["json_text"] = present.json_text
     return env
 

@@ -23,7 +23,8 @@ IMAGE_INLINE_MAX_BYTES = 4 * 1024 * 1024
 """Largest image part shown inline (as a ``data:`` URL); larger ones are described."""
 
 BODY_MAX_CHARS = 64 * 1024
-"""Longest record body a timeline row shows: 100 rows of megabyte records stay one page."""
+"""Longest stored text one field of a page shows (record bodies, message texts, tool
+arguments and results): a page of megabyte records stays small."""
 
 INLINE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """Raster types shown inline. SVG is never inlined (it is a document, not a picture)."""
@@ -171,4 +172,4 @@ def clip(text: str, max_chars: int = BODY_MAX_CHARS) -> str:
     if len(text) <= max_chars:
         return text
     rest = len(text) - max_chars
-    return f"{text[:max_chars]}\n… ({rest} more characters; `sqlstore events` shows them all)"
+    return f"{text[:max_chars]}\n… ({rest} more characters not shown; the CLI prints them whole)"

@@ -4,6 +4,7 @@ and the token redirect must never leave the viewer's origin."""
 from __future__ import annotations
 
 import http.client
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from sqlstore import Event, Session, SQLiteStore, ToolCallRecord
+from sqlstore import Event, Message, Session, SQLiteStore, ToolCall, ToolCallRecord, ToolResult
 from sqlstore.ui.app import create_app
 from sqlstore.ui.security import GuardConfig
 from tests.ui import demo_store
@@ -133,3 +134,91 @@ def test_tools_page_of_a_long_audit_trail_reads_only_what_it_shows(
     assert "r2999" in page.text and ">r2499<" not in page.text  # the newest 500 are shown
     assert "Showing the newest 500 calls." in page.text
     assert decoded <= 501, decoded
+
+
+def raw_status(port: int, request: bytes) -> int:
+    """Send one raw HTTP request to the server on ``port``; return the response status."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
+        sock.sendall(request)
+        head = b""
+        while b"\r\n" not in head:
+            chunk = sock.recv(1024)
+            if not chunk:
+                break
+            head += chunk
+    return int(head.split(b" ", 2)[1])
+
+
+def test_host_and_token_checks_on_a_real_server(demo_db: Path) -> None:
+    """Rebinding look-alike hosts and a missing Host are 421; the token guards static and stream."""
+    served = start_server(demo_db, "--token", TOKEN)
+    port = int(served.url.rsplit(":", 1)[1])
+    ok = f"127.0.0.1:{port}".encode()
+    bearer = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+    try:
+        for host in (
+            f"127.0.0.1.evil.com:{port}",
+            f"localhost.:{port}",
+            "127.0.0.1",
+            f"[::2]:{port}",
+        ):
+            request = f"GET / HTTP/1.1\r\nHost: {host}\r\n".encode() + bearer + b"\r\n"
+            assert raw_status(port, request) == 421, host
+        assert raw_status(port, b"GET / HTTP/1.0\r\n" + bearer + b"\r\n") == 421  # no Host
+        for name in (f"[::1]:{port}", f"LOCALHOST:{port}"):
+            request = f"GET /static/app.css HTTP/1.1\r\nHost: {name}\r\n".encode() + bearer
+            assert raw_status(port, request + b"\r\n") == 200, name
+        for path in (b"/static/app.css", b"/stream?id=run-live-0001", b"/nowhere"):
+            assert (
+                raw_status(port, b"GET " + path + b" HTTP/1.1\r\nHost: " + ok + b"\r\n\r\n") == 401
+            )
+        cookie = b"Cookie: sqlstore_token=\xff\xfe" + TOKEN.encode()[2:] + b"\r\n"
+        assert (
+            raw_status(port, b"GET / HTTP/1.1\r\nHost: " + ok + b"\r\n" + cookie + b"\r\n") == 401
+        )
+        for path in (
+            b"/static/../context.py",
+            b"/static/%2e%2e/context.py",
+            b"/static/..%2fapp.py",
+        ):
+            request = b"GET " + path + b" HTTP/1.1\r\nHost: " + ok + b"\r\n" + bearer + b"\r\n"
+            assert raw_status(port, request) == 404, path
+    finally:
+        status, err = served.stop()
+    assert status == 0
+    assert TOKEN not in err  # the token is never logged
+
+
+def test_session_and_tools_pages_of_huge_texts_stay_small(tmp_path: Path) -> None:
+    """Messages, tool results and audit rows of 1 MiB each make pages of bounded size."""
+    path = tmp_path / "texts.db"
+    big = "y" * (1024 * 1024)
+    session = Session.new("texts")
+    session.record_user_prompt(big)
+    session.begin_turn()
+    session.record_assistant(
+        Message(
+            role="assistant",
+            text=big,
+            reasoning=big,
+            tool_calls=[ToolCall(id="c1", name="t", args=json.dumps({"a": big}))],
+        )
+    )
+    session.record_tool_results([ToolResult(call_id="c1", content=big)])
+    with SQLiteStore(path) as store:
+        store.sessions.save(session)
+        store.apply(
+            "texts",
+            audit=[
+                ToolCallRecord(session_id="texts", call_id=f"c{n}", tool="t", args=big, result=big)
+                for n in range(3)
+            ],
+        )
+    with client_for(path) as c:
+        for page in ("/session?id=texts", "/tools?id=texts", "/tools?tool=t"):
+            response = c.get(page)
+            assert response.status_code == 200, page
+            assert len(response.content) < 2 * 1024 * 1024, (page, len(response.content))
+            assert "more characters" in response.text, page
