@@ -146,6 +146,45 @@ CREATE TABLE scoped_state (
     PRIMARY KEY (scope, key)
 ) WITHOUT ROWID;
 
+-- LangGraph checkpointer (issue 17, schema version 3): graph checkpoints of a thread,
+-- which is a session (session_id). A checkpoint row holds everything but the channel
+-- values; `versions` (JSON object channel -> version) names the blobs it reads.
+-- Blobs are keyed by channel and version, so an unchanged channel is stored once.
+-- Deleted with the session (sqlstore.sqlite.rows.delete_session_rows).
+CREATE TABLE checkpoints (
+    session_id    TEXT NOT NULL,
+    ns            TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    parent_id     TEXT,
+    run_id        TEXT,                    -- metadata run_id (delete_for_runs), or NULL
+    type          TEXT NOT NULL,
+    body          BLOB NOT NULL,
+    metadata      BLOB NOT NULL,           -- JSON object
+    versions      TEXT NOT NULL,           -- JSON object: channel -> version
+    PRIMARY KEY (session_id, ns, checkpoint_id)
+) WITHOUT ROWID;
+CREATE TABLE checkpoint_blobs (
+    session_id TEXT NOT NULL,
+    ns         TEXT NOT NULL,
+    channel    TEXT NOT NULL,
+    version    TEXT NOT NULL,
+    type       TEXT NOT NULL,              -- 'empty': a version without a value
+    data       BLOB NOT NULL,
+    PRIMARY KEY (session_id, ns, channel, version)
+) WITHOUT ROWID;
+CREATE TABLE checkpoint_writes (
+    session_id    TEXT NOT NULL,
+    ns            TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task_id       TEXT NOT NULL,
+    idx           INTEGER NOT NULL,
+    channel       TEXT NOT NULL,
+    type          TEXT NOT NULL,
+    data          BLOB NOT NULL,
+    task_path     TEXT NOT NULL,
+    PRIMARY KEY (session_id, ns, checkpoint_id, task_id, idx)
+) WITHOUT ROWID;
+
 -- Orphan writes (issue 20 item 7, schema version 3): the ids that hold an event log or
 -- audit rows but no snapshot (an append after `rm` or a prune, a recorder event before
 -- the first save), with the time of their last write. Kept by the write paths (an append

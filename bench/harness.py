@@ -207,6 +207,19 @@ def times(ratio: float) -> str:
     return f"{ratio:.2f}x"
 
 
+def ratio_row(measure: str, pairs: Sequence[tuple[float, float]], goal: float) -> Row:
+    """Return the row of (ours, theirs) rates per repetition: medians, median ratio vs ``goal``."""
+    ratio = median([ours / theirs for ours, theirs in pairs])
+    return Row(
+        measure,
+        rate(median([ours for ours, _ in pairs])),
+        rate(median([theirs for _, theirs in pairs])),
+        times(ratio),
+        f">= {goal}x",
+        ratio >= goal,
+    )
+
+
 def not_measured(measure: str, goal: str, why: str) -> Row:
     """Return a row that says honestly why it has no figure."""
     return Row(measure, f"not measured: {why}", "—", "—", goal, None)

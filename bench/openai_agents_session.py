@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import Result, Row, emit, interleave, make_parser, median, rate, sizes, times, work_dir
+from harness import Result, emit, interleave, make_parser, ratio_row, sizes, work_dir
 
 import sqlstore
 
@@ -212,18 +212,7 @@ def main() -> None:
     }
     result = Result("openai_agents_session", "SqlstoreSession vs SQLiteSession, durable", size)
     for key, (measure, goal) in rows.items():
-        pairs = figures[key]
-        ratio = median([o / t for o, t in pairs])
-        result.rows.append(
-            Row(
-                measure,
-                rate(median([o for o, _ in pairs])),
-                rate(median([t for _, t in pairs])),
-                times(ratio),
-                f">= {goal}x",
-                ratio >= goal,
-            )
-        )
+        result.rows.append(ratio_row(measure, figures[key], goal))
     result.details = {key: pairs for key, pairs in figures.items()}
     result.notes.append(
         "SQLiteSession set to WAL + synchronous=FULL (read back); ours SQLiteStore durability=full."

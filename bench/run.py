@@ -43,6 +43,9 @@ SCRIPTS = (
     "redis_store",
     "aio_append",
     "ui_pages",
+    "openai_agents_session",
+    "adk_session_service",
+    "langgraph_saver",
 )
 MARKER = "<!-- end of generated part: everything below this line is kept by bench/run.py -->"
 DEFAULT_ANALYSIS = "\n## Analysis\n\nNo analysis written yet.\n"

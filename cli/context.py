@@ -35,7 +35,6 @@ For the authors of command modules (``cli/retention_cmd.py``, ``cli/migrate_cmd.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -49,6 +48,9 @@ import click
 from sqlstore.errors import StoreError, StoreMissing, UnsafePath
 from sqlstore.retention import parse_duration
 from sqlstore.sqlite import SQLiteStore
+from sqlstore.sqlite.connection import check_path_text, check_regular_file
+
+from . import render
 
 DEFAULT_DB = "sessions.db"
 """The database file used when neither ``--db`` nor ``SQLSTORE_DB`` is given."""
@@ -73,13 +75,16 @@ class CliContext:
 
         Raises:
             StoreMissing: there is no file at the path (nothing is created).
+            UnsafePath: the path is a directory, a FIFO or another non-regular file,
+                or is not valid UTF-8.
         """
-        if self.db.is_dir():
+        check_path_text(os.fspath(self.db))
+        if os.path.isdir(self.db):
             raise UnsafePath(
                 f"{self.db} is a directory, not a database file",
                 hint="Pass the path of the database file with --db (or set SQLSTORE_DB).",
             )
-        if not self.db.exists():
+        if not os.path.exists(self.db):
             raise StoreMissing(
                 f"no database at {self.db}",
                 hint=(
@@ -87,6 +92,7 @@ class CliContext:
                     "file with --db PATH (or SQLSTORE_DB)."
                 ),
             )
+        check_regular_file(os.fspath(self.db))  # a FIFO would block every open
         return self.db
 
     def open_store(self, *, readonly: bool = False, create: bool = False) -> SQLiteStore:
@@ -107,16 +113,16 @@ class CliContext:
     def emit(self, doc: Any, human: Iterable[str] | Callable[[], Iterable[str]]) -> None:
         """Print ``doc`` as JSON when ``--json`` is on, else the human lines."""
         if self.json:
-            click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+            click.echo(render.json_text(doc, indent=2))
             return
         lines = human() if callable(human) else human
         for line in lines:
-            click.echo(line)
+            render.echo(line)
 
     def note(self, message: str) -> None:
         """Print a diagnostic line to stderr when ``-v`` was given."""
         if self.verbose:
-            click.echo(message, err=True)
+            render.echo(message, err=True)
 
 
 def get_cli(ctx: click.Context | None = None) -> CliContext:
@@ -146,6 +152,16 @@ json_option = click.option(
 """Per-command ``--json`` flag; it sets ``CliContext.json`` and passes no argument."""
 
 
+class NonEmptyPath(click.Path):
+    """A click path that refuses the empty string (``Path("")`` would silently be ``.``)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the path; an empty value is a usage error (exit 2)."""
+        if isinstance(value, str) and not value:
+            self.fail("is empty; give a path (for example sessions.db)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _set_db(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
     if value is not None:
         get_cli(ctx).db = value
@@ -164,7 +180,7 @@ def accept_db_after_command(command: click.Command) -> None:
         command.params.append(
             click.Option(
                 ["--db"],
-                type=click.Path(path_type=Path),
+                type=NonEmptyPath(path_type=Path),
                 expose_value=False,
                 callback=_set_db,
                 help="The database file (same as the global --db).",

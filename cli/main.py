@@ -14,6 +14,7 @@ command module). ``init`` is below; the session commands are in
 
 from __future__ import annotations
 
+import os
 import traceback
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,12 @@ import click
 import sqlstore
 from sqlstore.errors import StoreError
 
+from . import render
 from .context import (
     DB_ENVVAR,
     DEFAULT_DB,
     CliContext,
+    NonEmptyPath,
     accept_db_after_command,
     get_cli,
     json_option,
@@ -50,17 +53,17 @@ def report_error(exc: StoreError, verbose: int) -> None:
     """Print a store error as ``Error: …`` and ``Hint: …`` on stderr (traceback with -vv)."""
     if verbose >= 2:
         click.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
-    click.echo(f"Error: {exc}", err=True)
+    render.echo(f"Error: {exc}", err=True)
     if verbose and exc.__cause__ is not None:
-        click.echo(f"Cause: {exc.__cause__!r}", err=True)
+        render.echo(f"Cause: {exc.__cause__!r}", err=True)
     if exc.hint:
-        click.echo(f"Hint: {exc.hint}", err=True)
+        render.echo(f"Hint: {exc.hint}", err=True)
 
 
 @click.group(cls=SqlstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
-    type=click.Path(path_type=Path),
+    type=NonEmptyPath(path_type=Path),
     envvar=DB_ENVVAR,
     default=DEFAULT_DB,
     show_default=True,
@@ -96,7 +99,7 @@ def init(cli: CliContext) -> None:
     \b
         sqlstore --db ./sessions.db init
     """
-    existed = cli.db.exists()
+    existed = os.path.exists(cli.db)  # False (not a traceback) for a name too long
     with cli.open_store(create=True):
         pass
     doc = {"db": str(cli.db), "created": not existed}

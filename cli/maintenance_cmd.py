@@ -15,7 +15,7 @@ from sqlstore.sqlite import maintenance
 from sqlstore.sqlite.connection import SCHEMA_VERSION
 
 from . import render
-from .context import CliContext, json_option, pass_cli
+from .context import CliContext, NonEmptyPath, json_option, pass_cli
 
 
 def check_lines(report: maintenance.CheckReport) -> Iterator[str]:
@@ -80,6 +80,11 @@ def stats(cli: CliContext) -> None:
         yield f"events        {report.events} (in {report.event_logs} logs)"
         yield f"audit rows    {report.audit_rows}"
         yield f"leases held   {report.leases}"
+        if report.checkpoints:
+            yield (
+                f"checkpoints   {report.checkpoints} in {report.threads} threads "
+                f"({report.checkpoint_blobs} channel values, {report.checkpoint_writes} writes)"
+            )
         yield f"file size     {render.human_bytes(report.file_bytes)}"
         yield f"wal size      {render.human_bytes(report.wal_bytes)}"
         yield f"free space    {render.human_bytes(report.free_pages * report.page_size)}"
@@ -121,7 +126,7 @@ def vacuum(cli: CliContext, incremental: bool) -> None:
 
 
 @click.command(short_help="Copy the live database to DEST and check the copy.")
-@click.argument("dest", type=click.Path(path_type=Path))
+@click.argument("dest", type=NonEmptyPath(path_type=Path))
 @json_option
 @pass_cli
 def backup(cli: CliContext, dest: Path) -> None:

@@ -6,6 +6,7 @@ Register both on the group with ``cli.add_command(migrate)`` and
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -27,7 +28,7 @@ from sqlstore.migrate import (
 )
 
 from . import render
-from .context import CliContext, json_option, pass_cli
+from .context import CliContext, NonEmptyPath, json_option, pass_cli
 
 WARNINGS_SHOWN = 20
 """Warnings listed in the human summary; ``--json`` has them all."""
@@ -74,11 +75,11 @@ def summary_lines(report: MigrationReport) -> Iterator[str]:
     ]
     if report.verified:
         rows.append(("verified", str(report.verified)))
-    yield f"Job {report.job_id} ({report.format}) from {report.source}"
+    yield f"Job {report.job_id} ({report.format}) from {render.visible(report.source)}"
     yield from render.table(("", "count"), rows)
     for item in report.items:
         if item.outcome == "failed":
-            yield f"failed: {item.item}: {render.one_line(item.detail, 200)}"
+            yield f"failed: {render.visible(item.item)}: {render.one_line(item.detail, 200)}"
     for warning in report.warnings[:WARNINGS_SHOWN]:
         yield f"warning: {render.one_line(warning, 200)}"
     if len(report.warnings) > WARNINGS_SHOWN:
@@ -154,18 +155,12 @@ def migrate(
             "SOURCE and --from are exclusive: import a directory or copy a store"
         )
     if source is None:
-        _copy_between_stores(ctx, cli, from_origin, to_target, batch, overwrite)
+        _copy_between_stores(ctx, cli, from_origin, to_target, batch, overwrite, dry_run, verify)
         return
     progress = _Progress(sys.stdout.isatty() and not cli.json)
     try:
         with ExitStack() as stack:
-            store: Any
-            if to_target is not None:
-                store = stack.enter_context(sqlstore.open(to_target))
-            elif dry_run and not cli.db.exists():
-                store = MemoryStore()  # inspect only: never create the file
-            else:
-                store = stack.enter_context(cli.open_store(create=not dry_run))
+            store = stack.enter_context(_destination(cli, to_target, dry_run))
             report = run_migration(
                 store,
                 source,
@@ -188,6 +183,40 @@ def migrate(
     ctx.exit(0 if report.ok else 1)
 
 
+def _destination(cli: CliContext, target: str | None, dry_run: bool) -> Any:
+    """Open the store a migration writes into (``--to``, else ``--db``).
+
+    With ``dry_run`` nothing is created or written: a SQLite file that does not
+    exist yet is stood in for by an empty ``MemoryStore``, an existing one is
+    opened read-only (a Redis server is only read).
+    """
+    if target == "":
+        raise click.BadParameter("is empty; give a store URL or a path", param_hint="'--to'")
+    if target is None:
+        if dry_run and not os.path.exists(cli.db):
+            return MemoryStore()  # inspect only: never create the file
+        return cli.open_store(create=not dry_run, readonly=dry_run)
+    if dry_run:
+        path = _sqlite_path(target)
+        if path is not None:
+            if not Path(path).exists():
+                return MemoryStore()
+            return sqlstore.SQLiteStore(path, readonly=True)
+    try:
+        return sqlstore.open(target)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--to'") from None
+
+
+def _sqlite_path(target: str) -> str | None:
+    """The file a ``--to``/``--from`` value names, or None for memory/Redis URLs."""
+    if target in ("memory:", "memory://") or target.startswith(("redis://", "rediss://")):
+        return None
+    if target.startswith("sqlite:///"):
+        return target[len("sqlite:///") :]
+    return None if "://" in target else target
+
+
 def _copy_between_stores(
     ctx: click.Context,
     cli: CliContext,
@@ -195,6 +224,8 @@ def _copy_between_stores(
     target: str | None,
     batch: int,
     overwrite: bool,
+    dry_run: bool,
+    verify: bool,
 ) -> None:
     """Copy every session of one store into another (``migrate --to/--from``)."""
     from sqlstore.migrate.copy import copy_store
@@ -203,13 +234,15 @@ def _copy_between_stores(
         if origin is None:
             src: Any = stack.enter_context(cli.open_store(readonly=True))
         else:
-            src = stack.enter_context(sqlstore.open(origin))
-        if target is None:
-            dst: Any = stack.enter_context(cli.open_store(create=True))
-        else:
-            dst = stack.enter_context(sqlstore.open(target))
+            try:
+                src = stack.enter_context(sqlstore.open(origin))
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="'--from'") from None
+        dst: Any = stack.enter_context(_destination(cli, target, dry_run))
         try:
-            report = copy_store(src, dst, batch=batch, overwrite=overwrite)
+            report = copy_store(
+                src, dst, batch=batch, overwrite=overwrite, dry_run=dry_run, verify=verify
+            )
         except KeyboardInterrupt:
             click.echo("Interrupted: run the same command again to continue.", err=True)
             ctx.exit(EXIT_INTERRUPTED)
@@ -217,10 +250,13 @@ def _copy_between_stores(
 
     def lines() -> Iterator[str]:
         skipped = ", ".join(f"{k} {n}" for k, n in sorted(report.skipped.items())) or "0"
-        yield f"copied {report.copied}, skipped {skipped}, failed {len(report.failed)}"
+        copied = f"{report.copied} (dry run: nothing written)" if report.dry_run else report.copied
+        yield f"copied {copied}, skipped {skipped}, failed {len(report.failed)}"
         yield f"events {report.events}, audit rows {report.audit_rows}, {report.seconds:.1f} s"
+        if verify and not report.dry_run:
+            yield f"verified {report.verified}"
         for sid, why in report.failed:
-            yield f"failed: {sid}: {why}"
+            yield f"failed: {render.visible(sid)}: {render.one_line(why, 200)}"
 
     cli.emit(doc, lines)
     ctx.exit(0 if report.ok else 1)
@@ -234,11 +270,16 @@ def export_lines(report: ExportReport) -> Iterator[str]:
         f"({report.events} log records, {megabytes:.2f} MB, {report.seconds:.2f} s)"
     )
     for session_id, reason in report.failed:
-        yield f"failed: {session_id}: {render.one_line(reason, 200)}"
+        yield f"failed: {render.visible(session_id)}: {render.one_line(reason, 200)}"
     if report.orphans:
         yield (
             f"not exported: {report.orphans} orphan(s) with events or audit rows but no "
             "snapshot (`sqlstore ls --orphans` lists them)"
+        )
+    if report.failed:
+        yield (
+            "Hint: the other sessions were exported; fix the cause and export the failed ones "
+            "again with --session ID (`sqlstore check` checks the file)."
         )
 
 
@@ -246,7 +287,7 @@ def export_lines(report: ExportReport) -> Iterator[str]:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="Output format.")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NonEmptyPath(file_okay=False, path_type=Path),
     required=True,
     help="Output directory (created; existing files are never overwritten).",
 )

@@ -7,8 +7,11 @@ formatting is testable without a store.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+
+import click
 
 from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
@@ -37,6 +40,33 @@ def visible(text: str) -> str:
         else _CONTROL_NAMES.get(ch) or ch.encode("unicode_escape").decode("ascii")
         for ch in text
     )
+
+
+# DEL, C1 controls, line/paragraph separators, and the bidi controls that reorder what a
+# terminal shows (U+061C, U+200E/F, U+202A-E, U+2066-9): `visible` escapes them in tables too.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def json_text(doc: object, *, indent: int | None = None) -> str:
+    """Encode ``doc`` as JSON that is safe on a terminal.
+
+    ``json.dumps(ensure_ascii=False)`` escapes C0 controls but leaves DEL, the C1
+    controls (``\\x9b`` is CSI on many terminals) and the bidi controls (they reorder
+    what the terminal shows) raw; they are escaped as ``\\uNNNN`` here, which is the
+    same JSON value.
+    """
+    separators = None if indent else (",", ":")
+    text = json.dumps(doc, ensure_ascii=False, indent=indent, separators=separators)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def echo(line: str, *, err: bool = False) -> None:
+    """Print one line of human output with every control character escaped.
+
+    The last line of defence: whatever a command prints (stored ids, titles,
+    tool names, file names, error texts) can never send a terminal escape.
+    """
+    click.echo(visible(line), err=err)
 
 
 def one_line(text: str, max_chars: int = CELL_MAX_CHARS) -> str:
@@ -126,8 +156,8 @@ def audit_rows(records: Sequence[ToolCallRecord]) -> Iterator[str]:
     body = [
         [
             short_time(r.at),
-            r.tool,
-            r.call_id,
+            visible(r.tool),
+            visible(r.call_id),
             "error" if r.is_error else "ok",
             f"{r.took_us / 1000:.1f} ms",
             one_line(r.args, 40),
@@ -201,5 +231,5 @@ def conversation(messages: Sequence[Message]) -> Iterator[str]:
 
 
 def json_line(doc: object) -> str:
-    """Encode one compact JSON Lines record."""
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    """Encode one compact JSON Lines record (terminal-safe, see :func:`json_text`)."""
+    return json_text(doc)

@@ -27,6 +27,7 @@ from sqlstore import clock, retention
 from sqlstore.errors import StoreError, StoreFull
 from sqlstore.retention import DEFAULT_HISTORY_LIMIT, DEFAULT_JITTER, RoundResult, daemon_owner
 
+from . import render
 from .context import DURATION, CliContext, Refused, json_option, pass_cli, stdin_is_terminal
 from .retention_render import history_lines, plan_lines, report_lines
 
@@ -138,7 +139,7 @@ def finish(cli: CliContext, plan: retention.Plan, report: retention.Report) -> N
         cli.emit(doc, [])
     else:
         for line in report_lines(report):
-            click.echo(line)
+            render.echo(line)
     if not report.ok:
         raise click.exceptions.Exit(1)
 
@@ -224,7 +225,7 @@ def prune(
                     hint="Review them with --dry-run, then pass --yes.",
                 )
             for line in plan_lines(plan):
-                click.echo(line)
+                render.echo(line)
             click.confirm(f"Delete these {what}?", abort=True)
         result = run_sweep(cli, store, policy, plan, take_over=take_over)
     if result.report is None:
@@ -332,7 +333,7 @@ def daemon_cmd(
     cli.require_existing()
 
     def log(line: str) -> None:
-        click.echo(f"{clock.format_rfc3339(clock.now())} {line}", err=True)
+        render.echo(f"{clock.format_rfc3339(clock.now())} {line}", err=True)
 
     def open_store() -> Any:
         return cli.open_store()

@@ -15,7 +15,7 @@ def plan_lines(plan: retention.Plan) -> Iterator[str]:
     if plan.entries:
         body = [
             [
-                e.meta.id,
+                render.visible(e.meta.id),
                 str(e.meta.kind),
                 str(e.meta.state),
                 clock.format_rfc3339(e.meta.modified_at),
@@ -62,7 +62,7 @@ def report_lines(report: retention.Report) -> Iterator[str]:
     if report.interrupted:
         yield "Stopped before the end; the rest is left for the next sweep."
     for error in report.errors:
-        yield f"error: {error}"
+        yield f"error: {render.one_line(error, 200)}"
 
 
 HISTORY_HEADERS = (

@@ -8,7 +8,6 @@ result. All but ``rm`` only read and never create a database file.
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -18,11 +17,13 @@ from types import FrameType
 import click
 
 from sqlstore import clock, snapshot
+from sqlstore.checkpoints import CheckpointEntry, CheckpointQuery, ThreadSummary
 from sqlstore.integrations import transcripts
 from sqlstore.inventory import SessionMeta
 from sqlstore.model import Kind, Principal, State
+from sqlstore.ports import Store, checkpoints_of
 
-from . import render
+from . import checkpoint_render, render
 from .context import (
     DURATION,
     CliContext,
@@ -169,15 +170,39 @@ def show(cli: CliContext, session_id: str) -> None:
         session = store.sessions.load(session_id)
         meta = store.sessions.meta(session_id)
         rebuilt = transcripts.conversation(store, session)  # framework sessions: from the log
+        thread = latest_checkpoint(store, session_id)  # graph threads: their checkpoints
     if rebuilt is not None:
         session.messages = rebuilt
     if cli.json:
-        click.echo(json.dumps(snapshot.to_json(session), ensure_ascii=False, indent=2))
+        doc = snapshot.to_json(session)
+        if thread is not None:
+            doc["checkpoint"] = checkpoint_render.checkpoint_doc(*thread)
+        click.echo(render.json_text(doc, indent=2))
         return
     for line in render.session_summary(session, meta):
-        click.echo(line)
+        render.echo(line)
     for line in render.conversation(session.messages):
-        click.echo(line)
+        render.echo(line)
+    if thread is not None:
+        for line in checkpoint_render.checkpoint_lines(*thread):
+            render.echo(line)
+        for line in checkpoint_render.thread_conversation(thread[1]):
+            render.echo(line)
+
+
+def latest_checkpoint(
+    store: Store, session_id: str
+) -> tuple[ThreadSummary, CheckpointEntry] | None:
+    """Return a graph thread's counts and newest root checkpoint, or None for other sessions."""
+    port = checkpoints_of(store)
+    if port is None:
+        return None
+    summary = port.summary(session_id)
+    entry = port.get(session_id, "") if summary.checkpoints else None
+    if entry is None:
+        page = port.page(CheckpointQuery(thread_id=session_id), limit=1)
+        entry = page.entries[0] if page.entries else None
+    return None if entry is None else (summary, entry)
 
 
 @contextlib.contextmanager
@@ -310,7 +335,8 @@ def rm(cli: CliContext, session_ids: tuple[str, ...], yes: bool) -> None:
                     "refusing to delete without confirmation: standard input is not a terminal",
                     hint="Pass --yes to delete without asking.",
                 )
-            click.confirm(f"Delete {len(ids)} session(s): {', '.join(ids)}?", abort=True)
+            shown = ", ".join(render.visible(sid) for sid in ids)
+            click.confirm(f"Delete {len(ids)} session(s): {shown}?", abort=True)
         for session_id in ids:
             store.sessions.delete(session_id)
-    cli.emit({"deleted": ids}, [f"Deleted {session_id}" for session_id in ids])
+    cli.emit({"deleted": ids}, [f"Deleted {render.visible(sid)}" for sid in ids])

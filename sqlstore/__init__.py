@@ -7,6 +7,7 @@ a tool-call audit trail. ``MemoryStore`` offers the same contracts in memory.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from sqlstore.audit import ToolCallRecord
@@ -68,7 +69,7 @@ __all__ = [
 ]
 
 
-def open(target: str, **options: Any) -> MemoryStore | SQLiteStore | RedisStore:
+def open(target: str | os.PathLike[str], **options: Any) -> MemoryStore | SQLiteStore | RedisStore:
     """Open a store by URL: ``memory:``, ``sqlite:///rel.db``, ``sqlite:////abs.db``, a path,
     or ``redis://host:port/db`` (``RedisStore``; needs the ``redis`` extra).
 
@@ -76,8 +77,13 @@ def open(target: str, **options: Any) -> MemoryStore | SQLiteStore | RedisStore:
     ``busy_timeout_ms``).
 
     Raises:
+        TypeError: ``target`` is neither a str nor a path object.
         ValueError: the URL scheme is not supported.
     """
+    if isinstance(target, os.PathLike):
+        target = os.fspath(target)
+    if not isinstance(target, str):
+        raise TypeError(f"store target must be a URL or path str, not {type(target).__name__}")
     if target in ("memory:", "memory://"):
         if options:
             raise ValueError(f"MemoryStore takes no options, got {sorted(options)}")

@@ -8,6 +8,10 @@ from datetime import datetime
 from sqlstore import clock
 from sqlstore.model import JSON
 
+_TEXT_FIELDS = ("call_id", "tool", "args", "result", "run_id")
+_INT_FIELDS = ("queued_us", "took_us")
+_INT64_MAX = 2**63 - 1
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRecord:
@@ -53,3 +57,37 @@ class ToolCallRecord:
             took_us=int(data.get("took_us", 0)),
             run_id=str(data.get("run_id", "")),
         )
+
+
+def check_record(rec: ToolCallRecord) -> None:
+    """Raise unless every field of ``rec`` is of its declared type and storable everywhere.
+
+    The dataclass does not check its fields, and the backends would otherwise
+    disagree on a bad one (memory keeps a dict, Redis stores its ``str()``,
+    SQLite fails inside its transaction), so every backend calls this before
+    it writes. The session id is checked by the callers.
+
+    Raises:
+        TypeError: a text field is not a ``str``, ``is_error`` not a bool, ``at``
+            not a datetime or None, or a duration not an int.
+        ValueError: a text field is not valid UTF-8 text (a lone surrogate), or a
+            duration does not fit a signed 64-bit integer.
+    """
+    for name in _TEXT_FIELDS:
+        value = getattr(rec, name)
+        if not isinstance(value, str):
+            raise TypeError(f"audit field {name} must be a str, not {type(value).__name__}")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"audit field {name} is not valid text (lone surrogate)") from None
+    if not isinstance(rec.is_error, bool):
+        raise TypeError(f"audit field is_error must be a bool, not {type(rec.is_error).__name__}")
+    if rec.at is not None and not isinstance(rec.at, datetime):
+        raise TypeError(f"audit field at must be a datetime or None, not {type(rec.at).__name__}")
+    for name in _INT_FIELDS:
+        value = getattr(rec, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"audit field {name} must be an int, not {type(value).__name__}")
+        if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+            raise ValueError(f"audit field {name} does not fit 64 bits: {value}")

@@ -14,7 +14,8 @@ newest first, and hands them here in append order):
   ``read_after(id, page[-1].cursor)`` resumes forwards from any page.
 * ``limit`` must be an ``int`` >= 1 (``TypeError``/``ValueError`` otherwise): 0
   would be ambiguous with ``read_after``'s "no limit", which here would mean a
-  scan of the whole log.
+  scan of the whole log. A limit beyond 64 bits reads as many records as exist
+  (:func:`row_limit`), on every backend.
 * Cursors are checked as by ``read_after``: a cursor of another session, a bad
   one, or one past the end → ``CursorMalformed``; one of an earlier generation
   of the log (or of a log that no longer exists) → ``CursorExpired``. An unknown
@@ -48,6 +49,15 @@ def check_request(session_id: str, before: str, limit: int) -> None:
         raise ValueError(
             f"limit must be >= 1, got {limit} (read_after(id) reads a whole log from the start)"
         )
+
+
+ROWS_MAX = 2**63 - 1
+"""The largest row count SQLite's ``LIMIT`` and Redis's ``COUNT`` take (a signed 64-bit int)."""
+
+
+def row_limit(limit: int) -> int:
+    """Return ``limit`` capped to what the databases take: a larger one reads as many rows."""
+    return min(limit, ROWS_MAX)
 
 
 def end_position(before: str, session_id: str, generation: str | None, length: int) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlstore import snapshot as snapshot_codec
-from sqlstore.audit import ToolCallRecord
+from sqlstore.audit import ToolCallRecord, check_record
 from sqlstore.errors import InvalidEvent, VersionConflict
 from sqlstore.events import Event, encode_event
 from sqlstore.model import JSON, validate_session_id
@@ -130,9 +130,10 @@ def prepare(
 
     Raises:
         InvalidSessionId: the id is not valid.
-        TypeError: an argument has the wrong type.
-        ValueError: the snapshot or an audit record belongs to another session, or
-            ``expected_version`` is negative.
+        TypeError: an argument (or a field of an audit record) has the wrong type.
+        ValueError: the snapshot or an audit record belongs to another session, an
+            audit field cannot be stored (see :func:`sqlstore.audit.check_record`),
+            or ``expected_version`` is negative.
         InvalidEvent: an event cannot be stored.
         SnapshotError: the snapshot cannot be encoded.
         InvalidState: a scope delta is not a mapping of JSON values.
@@ -159,6 +160,12 @@ def prepare(
             raise ValueError(
                 f"audit[{index}] is of session {rec.session_id!r}, not of {session_id!r}"
             )
+        try:
+            check_record(rec)
+        except TypeError as exc:
+            raise TypeError(f"audit[{index}]: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"audit[{index}]: {exc}") from None
     deltas = encode_scopes(scopes)
     return ChangeSet(session_id, snapshot, blob, encoded, records, expected_version, deltas)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 from sqlstore.errors import StoreReadOnly, UnsafePath
@@ -12,20 +13,26 @@ DIR_MODE = 0o700
 def make_private_dirs(parent: str) -> list[str]:
     """Create ``parent`` and each missing ancestor with mode 0700, whatever the umask.
 
-    Returns the directories this call created, outermost first.
+    Returns the directories this call created, outermost first. A relative
+    ``parent`` (``out``, ``./out``, ``a/b``) is created under the working directory.
 
     ``os.makedirs(mode=...)`` applies the mode to the last directory only; the
     intermediate ones would get 0777 minus the umask (world-writable under umask 0).
 
     Raises:
         StoreReadOnly: a directory cannot be created for lack of permission.
-        UnsafePath: a component of the path exists and is not a directory.
+        UnsafePath: a component of the path exists and is not a directory, or the
+            OS refused the name (longer than 255 bytes, ...).
     """
     missing: list[str] = []
-    current = parent
+    current = parent or os.curdir
     while not os.path.isdir(current):
         missing.append(current)
-        current = os.path.dirname(current)
+        # A relative path runs out of components ("out" -> ""): it hangs off the cwd.
+        up = os.path.dirname(current.rstrip(os.sep) or os.sep) or os.curdir
+        if up == current:
+            break  # "." or "/" itself is missing or not a directory: mkdir reports it
+        current = up
     created: list[str] = []
     for directory in reversed(missing):
         try:
@@ -38,6 +45,12 @@ def make_private_dirs(parent: str) -> list[str]:
             raise StoreReadOnly(f"cannot create directory {directory}: {exc.strerror}") from exc
         except NotADirectoryError as exc:
             raise UnsafePath(f"cannot create directory {directory}: {exc.strerror}") from exc
+        except OSError as exc:  # a name too long, a read-only or full file system, ...
+            hint = "Each path component must be at most 255 bytes; choose a shorter name."
+            raise UnsafePath(
+                f"cannot create directory {directory}: {exc.strerror}",
+                hint=hint if exc.errno == errno.ENAMETOOLONG else None,
+            ) from exc
         os.chmod(directory, DIR_MODE)
         created.append(directory)
     return created

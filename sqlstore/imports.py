@@ -22,6 +22,12 @@ OUTCOME_IMPORTED = "imported"
 SKIP_EXISTS = "exists"
 """Checkpoint outcome: the session id already held something and nothing was written."""
 
+SKIP_ALREADY_IMPORTED = "already_imported"
+"""Outcome: this job (in any run) already imported the item with the same fingerprint."""
+
+SKIP_CHANGED = "changed"
+"""Outcome: this job imported the item before with another fingerprint (no ``overwrite``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Fingerprint:

@@ -19,6 +19,7 @@ attribute, ``None`` (or absent) where the backend has none:
   session's unit.
 
 Code that uses a capability asks for it (:func:`imports_of`, :func:`history_of`,
+:func:`checkpoints_of`,
 :func:`housekeeping_of`, :func:`scopes_of`) and never tests the store's type.
 """
 
@@ -33,6 +34,17 @@ from typing import Protocol, Self, runtime_checkable
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.changes import Applied
+from sqlstore.checkpoints import (
+    ChannelBlob,
+    CheckpointEntry,
+    CheckpointKey,
+    CheckpointPage,
+    CheckpointQuery,
+    CheckpointRecord,
+    PendingWrite,
+    PruneStrategy,
+    ThreadSummary,
+)
 from sqlstore.events import Event, LogRecord
 from sqlstore.history import RunRecord
 from sqlstore.imports import BatchEntry, ItemRow
@@ -179,6 +191,73 @@ class LeaseTable(Protocol):
 
     def held(self) -> set[str]:
         """Return the ids with a live lease right now."""
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Graph checkpoints per thread (a thread is a session), reached as ``store.checkpoints``.
+
+    Every write is one atomic, durable unit and moves the session's
+    ``modified_at`` (retention and leases apply as to any session). Deleting
+    the session (``sessions.delete``, retention) removes all of its checkpoint
+    data in the same transaction. See :mod:`sqlstore.checkpoints`.
+    """
+
+    def put(
+        self,
+        record: CheckpointRecord,
+        blobs: Sequence[ChannelBlob],
+        *,
+        session: Session | None = None,
+    ) -> None:
+        """Store a checkpoint and the blobs of its new channel versions (one transaction).
+
+        ``session`` is saved as the thread's snapshot when the thread has no
+        session yet. A checkpoint with the same (thread, ns, id) is replaced.
+        """
+
+    def put_writes(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        writes: Sequence[PendingWrite],
+        *,
+        replace: bool = False,
+    ) -> None:
+        """Store pending writes; an existing (task_id, idx) is kept unless ``replace``."""
+
+    def get(
+        self, thread_id: str, ns: str, checkpoint_id: str | None = None
+    ) -> CheckpointEntry | None:
+        """Return one checkpoint (the newest of the namespace without an id), or None."""
+
+    def page(
+        self, query: CheckpointQuery, *, after: CheckpointKey | None = None, limit: int = 100
+    ) -> CheckpointPage:
+        """Read up to ``limit`` rows after ``after`` in descending key order, in one short read."""
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete the checkpoints (and their writes) whose metadata ``run_id`` is listed."""
+
+    def copy_thread(self, source: str, target: str, *, session: Session | None = None) -> int:
+        """Copy every checkpoint, blob and write of ``source`` to ``target``; return the count."""
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: PruneStrategy = "keep_latest") -> int:
+        """Keep each namespace's newest checkpoint, or delete all; return the count removed."""
+
+    def import_thread(self, thread_id: str, entries: Sequence[CheckpointEntry]) -> None:
+        """Replace a thread's checkpoint data with ``entries`` (copying between stores).
+
+        One atomic unit; the session is neither created nor touched, so a copied
+        session keeps its ``modified_at``.
+        """
+
+    def summary(self, thread_id: str) -> ThreadSummary:
+        """Return counts of a thread's checkpoint data."""
+
+    def thread_ids(self) -> builtins.list[str]:
+        """Return every thread id that has checkpoint data, sorted."""
 
 
 @runtime_checkable
@@ -399,6 +478,12 @@ def history_of(store: object) -> SweepHistory | None:
     """Return the store's sweep history, or None when its backend keeps none."""
     history: SweepHistory | None = getattr(store, "history", None)
     return history
+
+
+def checkpoints_of(store: object) -> CheckpointStore | None:
+    """Return the store's graph-checkpoint port (``store.checkpoints``), or None."""
+    port: CheckpointStore | None = getattr(store, "checkpoints", None)
+    return port
 
 
 def housekeeping_of(store: object) -> Housekeeping | None:

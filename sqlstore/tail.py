@@ -70,9 +70,12 @@ def read_after(
         InvalidSessionId: the id is not valid.
         CursorMalformed: the cursor is not a cursor of this session's log.
         CursorExpired: the cursor is from an earlier generation of the log.
+        TypeError: ``limit`` is not an int (a bool neither).
         ValueError: ``limit`` is negative.
     """
     validate_session_id(session_id)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be an int, not {type(limit).__name__}")
     if limit < 0:
         raise ValueError("limit must be >= 0 (0 means no limit)")
     try:

@@ -205,6 +205,7 @@ def test_cancelled_writes_still_commit_whole(tmp_path: Path) -> None:
     db = tmp_path / "cancel.db"
     SQLiteStore(db).close()
     holder = LockHolder(db)
+    releaser = threading.Timer(0.2, holder.release)
     try:
 
         async def main() -> list[tuple[str, int]]:
@@ -220,15 +221,19 @@ def test_cancelled_writes_still_commit_whole(tmp_path: Path) -> None:
                 await asyncio.sleep(0.05)
                 for task in (running, queued):
                     task.cancel()
+                # The writes, shielded, run and commit once the lock is free; each
+                # cancelled caller sees CancelledError only after its write ended.
+                releaser.start()
+                for task in (running, queued):
                     with pytest.raises(asyncio.CancelledError):
                         await task
-                holder.release()  # the writes, shielded, now run and commit
-            # aclose waited for both writes before it closed the store.
             with SQLiteStore(db) as check:
                 return [(e.type, e.seq) for e in check.events.read("s")]
 
         assert asyncio.run(main()) == [("a", i) for i in range(5)] + [("b", i) for i in range(3)]
     finally:
+        releaser.cancel()
+        releaser.join(WAIT_S)
         holder.kill()
 
 
@@ -254,9 +259,11 @@ def test_cancelled_write_that_fails_is_logged_and_leaves_nothing(
             )
             await asyncio.sleep(0.01)
             task.cancel()
+            opener = threading.Timer(0.1, gate.set)  # the write goes on after the cancel
+            opener.start()
             with pytest.raises(asyncio.CancelledError):
-                await task
-            gate.set()
+                await task  # raised once the write has failed
+            opener.join(WAIT_S)
 
     with caplog.at_level(logging.WARNING, logger="sqlstore.aio"):
         run(main())

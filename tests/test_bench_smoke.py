@@ -34,6 +34,9 @@ SCRIPTS = [
     "redis_store",
     "aio_append",
     "ui_pages",
+    "openai_agents_session",
+    "adk_session_service",
+    "langgraph_saver",
 ]
 TIMEOUT_S = 120
 

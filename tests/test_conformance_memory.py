@@ -9,6 +9,7 @@ from sqlstore.conformance import (
     ApplySuite,
     AuditQuerySuite,
     BatchSuite,
+    CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -103,3 +104,7 @@ class TestMemoryApply(MemoryFactories, ApplySuite):
 
 class TestMemoryScopes(MemoryFactories, ScopesSuite):
     """ScopesSuite on MemoryStore."""
+
+
+class TestMemoryCheckpoints(MemoryFactories, CheckpointSuite):
+    """CheckpointSuite on MemoryStore."""

@@ -11,6 +11,7 @@ from sqlstore.conformance import (
     ApplySuite,
     AuditQuerySuite,
     BatchSuite,
+    CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -115,3 +116,7 @@ class TestRedisApply(RedisFactories, ApplySuite):
 
 class TestRedisScopes(RedisFactories, ScopesSuite):
     """ScopesSuite on RedisStore."""
+
+
+class TestRedisCheckpoints(RedisFactories, CheckpointSuite):
+    """CheckpointSuite on RedisStore."""

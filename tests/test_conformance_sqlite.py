@@ -9,6 +9,7 @@ from sqlstore.conformance import (
     ApplySuite,
     AuditQuerySuite,
     BatchSuite,
+    CheckpointSuite,
     ConditionalPruneSuite,
     CreatorSuite,
     CursorSuite,
@@ -106,3 +107,7 @@ class TestSQLiteApply(SQLiteFactories, ApplySuite):
 
 class TestSQLiteScopes(SQLiteFactories, ScopesSuite):
     """ScopesSuite on SQLiteStore."""
+
+
+class TestSQLiteCheckpoints(SQLiteFactories, CheckpointSuite):
+    """CheckpointSuite on SQLiteStore."""

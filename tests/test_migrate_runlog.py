@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -231,9 +232,10 @@ def test_attachment_images_become_parts_from_the_blobs_folder(tmp_path: Path) ->
     """Image bytes are read from <id>.blobs/; a missing blob is an empty part, not an error."""
     blobs = tmp_path / "img.blobs"
     blobs.mkdir()
-    (blobs / "abc123.png").write_bytes(b"\x89PNG")
+    digest = hashlib.sha256(b"\x89PNG").hexdigest()
+    (blobs / f"{digest}.png").write_bytes(b"\x89PNG")
     images = [
-        {"digest": "abc123", "media_type": "image/png", "width": 1, "height": 1},
+        {"digest": f"sha256:{digest}", "media_type": "image/png", "width": 1, "height": 1},
         {"digest": "missing", "media_type": "image/jpeg", "width": 2, "height": 2},
     ]
     write_run(

@@ -17,6 +17,7 @@ import retention
 import sqlstore
 from cli.main import cli
 from sqlstore.integrations.openai_agents import SqlstoreSession
+from tests.integration_support import run_example
 from tests.test_cli_process import TIMEOUT_S, console_script, env_without_db, read_lines
 
 CONVERSATION = [
@@ -177,18 +178,8 @@ def test_events_follow_through_console_script(tmp_path: Path) -> None:
 
 def test_example_runs(tmp_path: Path) -> None:
     """The example runs offline and leaves a session that `sqlstore show` renders."""
-    import sys
-
     db = tmp_path / "ex.db"
-    example = Path(__file__).resolve().parents[1] / "examples" / "openai_agents_session.py"
-    done = subprocess.run(
-        [sys.executable, str(example), str(db)],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        env=env_without_db(),
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_example("openai_agents_session.py", str(db))
     assert "sunny and 21 °C in Lisbon" in done.stdout
     out = run("--db", str(db), "show", "weather-chat").output
     assert '-> get_weather({"city": "Lisbon"})' in out and "Thanks!" in out

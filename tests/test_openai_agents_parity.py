@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from agents import SessionSettings, SQLiteSession
 
-import sqlstore
 from sqlstore.integrations.openai_agents import SqlstoreSession
+from tests.integration_support import BACKENDS, backend_store
 from tests.redis_server import redis_server, redis_url  # noqa: F401 - fixtures
 
 Factory = Callable[..., Any]
@@ -37,15 +37,10 @@ HOSTILE = [
 ]
 
 
-@pytest.fixture(params=["sqlite", "memory", "redis"])
+@pytest.fixture(params=BACKENDS)
 def ours(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
     """A factory of ``SqlstoreSession`` objects on one store of the given backend."""
-    if request.param == "sqlite":
-        store: Any = sqlstore.open(str(tmp_path / "ours.db"))
-    elif request.param == "memory":
-        store = sqlstore.MemoryStore()
-    else:
-        store = sqlstore.open(request.getfixturevalue("redis_url"))
+    store = backend_store(request, tmp_path)
     made: list[SqlstoreSession] = []
 
     def make(session_id: str, **kwargs: Any) -> SqlstoreSession:

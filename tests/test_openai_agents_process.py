@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.integration_support import spawn
 
 TIMEOUT_S = 120.0
 """Upper bound for any wait on a child process (never a timing assertion)."""
@@ -57,10 +58,6 @@ def add_and_pop(db: str, worker: int, start: Any) -> list[Any]:
         return popped
 
     return asyncio.run(main())
-
-
-def spawn() -> Any:
-    return multiprocessing.get_context("spawn")
 
 
 def test_runner_in_two_processes_shares_history(tmp_path: Path) -> None:

@@ -323,6 +323,8 @@ def _as_schema_1(path: Path) -> None:
     conn.execute(
         "BEGIN IMMEDIATE; DROP INDEX sessions_by_owner; "
         "CREATE INDEX sessions_by_owner ON sessions (owner_key, modified_at_ns, id); "
+        # Tables of schema version 3 (LangGraph checkpoints, issue 17).
+        "DROP TABLE checkpoints; DROP TABLE checkpoint_blobs; DROP TABLE checkpoint_writes; "
         "PRAGMA user_version = 1; COMMIT"
     )
     conn.close()

@@ -15,8 +15,9 @@
   :data:`AIO_MAX_WORKERS`), never on the loop's default executor, so a slow
   fsync never blocks the event loop.
 * **Writes are shielded from cancellation**: a cancelled caller's write still
-  completes or fails as one unit; the caller gets ``CancelledError`` and must
-  read the state back rather than retry (see :mod:`sqlstore.aio.runner`).
+  completes or fails as one unit; the caller gets ``CancelledError`` once it
+  has ended, and must read the state back rather than retry (see
+  :mod:`sqlstore.aio.runner`).
 * ``read``, ``read_after`` (also with ``follow=True``) and ``iter_meta`` are
   async iterators; cancelling the consuming task or ``aclose()`` ends them
   cleanly, with no thread left waiting (see :mod:`sqlstore.aio.records`).

@@ -64,6 +64,8 @@ class AsyncRecords(Generic[T]):
 
     async def opened(self) -> None:
         """Start the read and wait until the sync iterator exists (its argument errors raised)."""
+        if self._finished and self._thread is None:
+            return  # closed before it started: there is nothing to open
         self._start()
         assert self._opened is not None
         await self._opened
@@ -83,7 +85,7 @@ class AsyncRecords(Generic[T]):
             self._room.release()
             return value  # type: ignore[return-value]
         self._finished = True
-        await asyncio.wrap_future(self._exited)
+        await self._thread_exit()
         if kind == "error":
             assert isinstance(value, BaseException)
             raise value
@@ -95,7 +97,14 @@ class AsyncRecords(Generic[T]):
         self._finished = True
         self._room.release()  # wakes a producer held back by a full window at once
         if self._thread is not None:
-            await asyncio.wrap_future(self._exited)
+            await self._thread_exit()
+
+    async def _thread_exit(self) -> None:
+        # Shielded: a cancelled wait must not cancel the future the thread will still set.
+        await asyncio.shield(asyncio.wrap_future(self._exited))
+        if self._thread is not None:
+            # ``exited`` is the thread's last act: only its return is left to wait for.
+            self._thread.join()
 
     def __del__(self) -> None:
         # A forgotten iterator must not keep a follower parked for ever.
@@ -173,4 +182,4 @@ def _produce(
             if close is not None:
                 close()
     finally:
-        exited.set_result(None)
+        exited.set_result(None)  # nobody can cancel it: every wait on it is shielded

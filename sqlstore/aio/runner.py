@@ -10,10 +10,13 @@ cannot starve (or be starved by) whatever else the application runs there.
 does not stop the write: it still completes or fails as one unit in its worker
 thread (the store's rule is that an unknown outcome is never retried, so a
 write must not be abandoned half-known either). The cancelled caller gets
-``CancelledError`` without the outcome; read the state back to learn it. A
-write that then fails is logged on the ``sqlstore.aio`` logger (nobody awaits
-its error), and :meth:`AsyncStore.aclose` waits for every such write before the
-sync store is closed. Reads are not shielded: a cancelled read's result is
+``CancelledError`` without the outcome, but only once the write has ended, so
+the state it reads back then is final (cancelling, ``asyncio.timeout`` and
+``wait_for`` included, therefore waits for a write blocked by another process's
+lock, at most the busy timeout). A write that fails after its caller was
+cancelled is logged on the ``sqlstore.aio`` logger (nobody awaits its error),
+and :meth:`AsyncStore.aclose` waits for every running write before the sync
+store is closed. Reads are not shielded: a cancelled read's result is
 dropped when its thread finishes.
 """
 
@@ -95,7 +98,13 @@ class Runner:
                 loop.call_soon_threadsafe(_hand_over, done, waiter, name)
 
         job.add_done_callback(finished)
-        return await waiter
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            # The caller learns of its cancellation only once the write has ended, so
+            # the state it reads back next is the write's outcome, not a moment of it.
+            await _settled(job)
+            raise
 
     def stream(
         self, open_iter: Callable[[threading.Event], Iterator[T]], stop: threading.Event | None
@@ -121,6 +130,16 @@ class Runner:
         """Let the worker threads exit once idle; later calls raise ``StoreClosed``."""
         self.closed = True
         self._executor.shutdown(wait=False)
+
+
+async def _settled(job: Future[Any]) -> None:
+    """Wait until a write job has finished, through any further cancellation of the caller."""
+    done = asyncio.wrap_future(job)
+    while not done.done():
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.shield(done)  # the job's own error is logged by _hand_over
+    if not done.cancelled():
+        done.exception()  # retrieved: nobody else awaits this wrapper
 
 
 def _hand_over(done: Future[T], waiter: asyncio.Future[T], name: str) -> None:

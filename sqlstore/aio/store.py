@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -37,6 +39,7 @@ class AsyncStore:
         self.sync = sync
         self._owns_store = owns_store
         self._runner = Runner(max_workers)
+        self._closing: asyncio.Future[None] | None = None
         self.sessions = AsyncSessions(sync.sessions, self._runner)
         self.events = AsyncEvents(sync.events, self._runner)
         self.audit = AsyncAudit(sync.audit, self._runner)
@@ -73,10 +76,17 @@ class AsyncStore:
         )
 
     async def aclose(self) -> None:
-        """End streams, wait for running writes, stop the pool, close an owned store; idempotent."""
-        if self._runner.closed:
-            return
-        self._runner.closed = True
+        """End streams, wait for running writes, stop the pool, close an owned store; idempotent.
+
+        Closing runs as a task of its own: cancelling a caller of ``aclose`` does
+        not stop it half-way, and every later ``aclose`` waits for that same task.
+        """
+        if self._closing is None:
+            self._runner.closed = True
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         await self._runner.close_streams()
         await self._runner.drain()
         try:
@@ -103,7 +113,9 @@ class AsyncStore:
 class _Opening:
     """What :func:`open` returns: ``async with`` it, or ``await`` it for the store."""
 
-    def __init__(self, target: str, options: dict[str, Any], max_workers: int) -> None:
+    def __init__(
+        self, target: str | os.PathLike[str], options: dict[str, Any], max_workers: int
+    ) -> None:
         self._target = target
         self._options = options
         self._max_workers = max_workers
@@ -135,7 +147,9 @@ class _Opening:
             await self._store.aclose()
 
 
-def open(target: str, *, max_workers: int = AIO_MAX_WORKERS, **options: Any) -> _Opening:
+def open(
+    target: str | os.PathLike[str], *, max_workers: int = AIO_MAX_WORKERS, **options: Any
+) -> _Opening:
     """Open a store by target, as :func:`sqlstore.open` does, for use from asyncio.
 
     ``async with sqlstore.aio.open("app.db") as store:`` (closed on exit), or
@@ -144,6 +158,7 @@ def open(target: str, *, max_workers: int = AIO_MAX_WORKERS, **options: Any) -> 
     store is opened in a worker thread, never on the event loop.
 
     Raises:
+        TypeError: ``target`` is neither a str nor a path object (as ``sqlstore.open``).
         ValueError: unsupported target (as ``sqlstore.open``), or ``max_workers`` < 1.
         StoreError: the store cannot be opened (as ``sqlstore.open``).
     """

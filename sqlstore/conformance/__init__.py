@@ -16,6 +16,7 @@ from sqlstore.conformance.audit import AuditQuerySuite
 from sqlstore.conformance.backward import TailSuite
 from sqlstore.conformance.base import FOLLOW_TIMEOUT_S, ProcessTarget, SuiteBase
 from sqlstore.conformance.batch import BatchSuite
+from sqlstore.conformance.checkpoints import CheckpointSuite
 from sqlstore.conformance.creator import CreatorSuite
 from sqlstore.conformance.cursor import CursorSuite
 from sqlstore.conformance.eventlog import EventLogSuite
@@ -32,6 +33,7 @@ __all__ = [
     "ApplySuite",
     "AuditQuerySuite",
     "BatchSuite",
+    "CheckpointSuite",
     "ConditionalPruneSuite",
     "CreatorSuite",
     "CursorSuite",

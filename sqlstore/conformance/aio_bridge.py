@@ -12,6 +12,7 @@ of the facade sees. A test helper, not an API: asyncio code uses
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from types import TracebackType
@@ -54,7 +55,7 @@ class _Part:
         method = getattr(self._part, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if asyncio.iscoroutinefunction(method):
+            if inspect.iscoroutinefunction(method):
                 return self._loop.call(method(*args, **kwargs))
             result = method(*args, **kwargs)
             if isinstance(result, AsyncRecords):

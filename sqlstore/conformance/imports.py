@@ -22,6 +22,8 @@ from sqlstore.errors import CursorExpired
 from sqlstore.events import Event
 from sqlstore.imports import (
     OUTCOME_IMPORTED,
+    SKIP_ALREADY_IMPORTED,
+    SKIP_CHANGED,
     SKIP_EXISTS,
     BatchEntry,
     Fingerprint,
@@ -177,6 +179,30 @@ class ImportTargetSuite(SuiteBase):
         assert [r.call_id for r in store.audit.list(sid)] == ["t1", "t2"]
         assert store.sessions.load(sid).title == representative_session(sid).title
 
+    def test_import_recognises_items_its_job_imported(self, store: Store) -> None:
+        """An item another run of the job imported is ``already_imported`` (same fingerprint)
+        or ``changed`` (another), never ``exists``; its row is kept and a session deleted
+        since is not brought back (two overlapping runs end like one, issue 20 item 4)."""
+        imports = target(store)
+        first = [entry("a", payload("conf-own")), entry("b", payload("conf-gone"))]
+        assert imports.write_batch("conf-job", first, overwrite=False, now_ns=NOW_NS) == [
+            OUTCOME_IMPORTED,
+            OUTCOME_IMPORTED,
+        ]
+        rows = imports.load_items("conf-job")
+        store.sessions.delete("conf-gone")
+        changed = BatchEntry(
+            ItemRow("a", Fingerprint(11, 20, "cd" * 32), OUTCOME_IMPORTED, "conf-own"),
+            payload("conf-own", events=1),
+        )
+        again = [changed, entry("b", payload("conf-gone"))]
+        outcomes = imports.write_batch("conf-job", again, overwrite=False, now_ns=NOW_NS + 1)
+        assert outcomes == [SKIP_CHANGED, SKIP_ALREADY_IMPORTED]
+        assert imports.load_items("conf-job") == rows
+        ids = {s.id for s in store.sessions.list()}
+        assert "conf-own" in ids and "conf-gone" not in ids
+        assert len(list(store.events.read_after("conf-own"))) == 4
+
     def test_import_replaced_log_gets_a_new_generation(self, store: Store) -> None:
         """Overwriting a log imported under generation G never keeps G: old cursors expire."""
         imports = target(store)
@@ -185,8 +211,10 @@ class ImportTargetSuite(SuiteBase):
         )
         old_cursor = encode_cursor("conf-gen", GENERATION, 1)
         assert len(list(store.events.read_after("conf-gen", old_cursor))) == 3
+        # Another job overwrites it: the same job would skip an item it imported already.
+        imports = target(store, "conf-other-job")
         imports.write_batch(
-            "conf-job", [entry("a", payload("conf-gen"))], overwrite=True, now_ns=NOW_NS
+            "conf-other-job", [entry("a", payload("conf-gen"))], overwrite=True, now_ns=NOW_NS
         )
         with pytest.raises(CursorExpired):
             list(store.events.read_after("conf-gen", old_cursor))

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 try:
     from google.adk.errors import StaleSessionError
@@ -41,7 +39,7 @@ try:
     )
     from google.adk.sessions.session import Session as AdkSession
     from google.adk.sessions.state import State
-    from pydantic_core import PydanticSerializationError, to_jsonable_python
+    from pydantic_core import PydanticSerializationError
 except ModuleNotFoundError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(
         "sqlstore.integrations.adk needs Google ADK: pip install 'sqlstore[adk]'"
@@ -52,6 +50,9 @@ from sqlstore.errors import SessionNotFound, StoreError, VersionConflict
 from sqlstore.events import Event
 from sqlstore.integrations import adk_events as mapping
 from sqlstore.integrations.adk_read import read_events
+from sqlstore.integrations.adk_state import STALE as _STALE
+from sqlstore.integrations.adk_state import marker as _marker
+from sqlstore.integrations.adk_state import split as _split
 from sqlstore.integrations.targets import StoreTarget, resolve_store
 from sqlstore.model import JSON
 from sqlstore.ports import ScopedState, scopes_of
@@ -59,9 +60,6 @@ from sqlstore.scopes import InvalidState
 from sqlstore.session import Session, clamp_title
 
 __all__ = ["SqlstoreSessionService", "register", "session_service_factory"]
-
-URI_SCHEME = "sqlstore"
-"""The ``--session_service_uri`` scheme: ``sqlstore:///abs/path.db`` or ``sqlstore:rel.db``."""
 
 
 class SqlstoreSessionService(BaseSessionService):
@@ -236,7 +234,10 @@ class SqlstoreSessionService(BaseSessionService):
         if marker is None and float(doc.get("last_update_time") or 0.0) > session.last_update_time:
             raise StaleSessionError(_STALE)
         deltas = _split(event.actions.state_delta if event.actions else {})
-        data = event.model_dump(mode="json", exclude_none=True)
+        try:
+            data = event.model_dump(mode="json", exclude_none=True)
+        except (PydanticSerializationError, TypeError, ValueError) as exc:
+            raise InvalidState(f"event {event.id!r} is not JSON: {exc}") from None
         pending = dict(doc.get("calls") or {})
         audit = mapping.audit_rows(key, data, pending, clock.now_ns(), clock.now())
         state = dict(doc.get("state") or {})
@@ -306,67 +307,20 @@ class SqlstoreSessionService(BaseSessionService):
         return made
 
 
-_STALE = (
-    "The session was changed by another writer after it was loaded (its storage version "
-    "moved on); reload it with get_session and retry."
-)
+def session_service_factory(uri: str, **kwargs: Any) -> SqlstoreSessionService:
+    """Build the service from a ``sqlstore:`` URI (:mod:`sqlstore.integrations.adk_uri`).
 
-
-def _marker(snap: Session) -> dict[str, JSON]:
-    doc = snap.extra.get(mapping.MARKER_KEY)
-    if not isinstance(doc, dict):
-        raise StoreError(
-            f"session {snap.id!r} exists and is not an ADK session",
-            hint="Delete it with `sqlstore rm ID`, or use another session id.",
-        )
-    return dict(doc)
-
-
-def _split(state: Mapping[str, Any]) -> dict[str, dict[str, JSON]]:
-    """Split a state (delta) into app, user and session parts; ``temp:`` keys are dropped.
-
-    Values are made JSON the way ADK's own SQL services do (``to_jsonable_python``:
-    datetimes, models, bytes); a value that still is not JSON raises ``InvalidState``.
-    """
-    out: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
-    for key, value in state.items():
-        if key.startswith(State.TEMP_PREFIX):
-            continue
-        if key.startswith(State.APP_PREFIX):
-            out["app"][key.removeprefix(State.APP_PREFIX)] = value
-        elif key.startswith(State.USER_PREFIX):
-            out["user"][key.removeprefix(State.USER_PREFIX)] = value
-        else:
-            out["session"][key] = value
-    try:
-        return to_jsonable_python(out)  # type: ignore[no-any-return]
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
-        raise InvalidState(f"session state is not JSON: {exc}") from None
-
-
-def session_service_factory(uri: str, **_kwargs: Any) -> SqlstoreSessionService:
-    """Build the service from a ``sqlstore:`` URI (for ADK's service registry).
-
-    ``sqlstore:///abs/path/sessions.db`` is an absolute path, ``sqlstore:rel.db``
-    a path relative to the working directory; other ``sqlstore.open`` targets go
-    after the scheme's colon (``sqlstore:memory:``, ``sqlstore:redis://host:6379/0``).
     ADK's keyword arguments (``agents_dir``, ...) are ignored.
     """
-    parsed = urlparse(uri)
-    if parsed.scheme != URI_SCHEME:
-        raise ValueError(f"not a {URI_SCHEME}: URI: {uri!r}")
-    rest = uri[len(URI_SCHEME) + 1 :]
-    if rest.startswith("//"):
-        target = unquote(urlparse(uri).path)
-        if not target:
-            raise ValueError(f"{uri!r} names no file; use sqlstore:///path/to/sessions.db")
-    else:
-        target = rest
-    return SqlstoreSessionService(target)
+    from sqlstore.integrations.adk_uri import service_from_uri
+
+    return service_from_uri(uri, SqlstoreSessionService)
 
 
 def register() -> None:
     """Register the ``sqlstore`` scheme in ADK's service registry (``adk web``, ``api_server``)."""
     from google.adk.cli.service_registry import get_service_registry
+
+    from sqlstore.integrations.adk_uri import URI_SCHEME
 
     get_service_registry().register_session_service(URI_SCHEME, session_service_factory)

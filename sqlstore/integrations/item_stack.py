@@ -67,8 +67,8 @@ def _walk(
         if want is None or want not in chunk:
             if want is not None:
                 before = encode_cursor(session_id, generation, want + 1)
-            count = wanted - found + 1 if limit is not None else READ_ALL_CHUNK_RECORDS
-            records = read_before(before, max(count, 2))
+            count = wanted - found if limit is not None else READ_ALL_CHUNK_RECORDS
+            records = read_before(before, max(count, 1))
             if not records:
                 return
             # A backward read returns consecutive records: one parsed cursor gives every position.

@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from sqlstore import clock
-from sqlstore.audit import ToolCallRecord
+from sqlstore.audit import ToolCallRecord, check_record
 from sqlstore.clock import ttl_ns
 from sqlstore.errors import LeaseHeld
 from sqlstore.inventory import Lease
@@ -22,8 +22,15 @@ class MemoryAudit:
         self._s = state
 
     def record(self, rec: ToolCallRecord) -> None:
-        """Store one record; ``at`` defaults to now."""
+        """Store one record; ``at`` defaults to now.
+
+        Raises:
+            InvalidSessionId: the record's session id is not valid.
+            TypeError, ValueError: a field cannot be stored
+                (:func:`sqlstore.audit.check_record`); nothing written.
+        """
         validate_session_id(rec.session_id)
+        check_record(rec)
         now_ns = clock.now_ns()
         if rec.at is None:
             rec = _with_time(rec, clock.from_ns(now_ns))

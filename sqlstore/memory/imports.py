@@ -12,7 +12,15 @@ from dataclasses import replace
 
 from sqlstore import clock
 from sqlstore.cursor import new_generation
-from sqlstore.imports import OUTCOME_IMPORTED, SKIP_EXISTS, BatchEntry, ItemRow, SessionImport
+from sqlstore.imports import (
+    OUTCOME_IMPORTED,
+    SKIP_ALREADY_IMPORTED,
+    SKIP_CHANGED,
+    SKIP_EXISTS,
+    BatchEntry,
+    ItemRow,
+    SessionImport,
+)
 from sqlstore.memory.audit import MemoryAudit
 from sqlstore.memory.events import MemoryEvents
 from sqlstore.memory.sessions import MemorySessions
@@ -65,6 +73,16 @@ class MemoryImports:
                 row = entry.row
                 if entry.payload is not None:
                     sid = entry.payload.session.id
+                    prev = rows.get(row.item)
+                    if (
+                        not overwrite
+                        and prev is not None
+                        and prev.outcome == OUTCOME_IMPORTED
+                        and prev.session_id == sid
+                    ):  # another run of this job imported it: keep its row and session
+                        same = prev.fingerprint == row.fingerprint
+                        outcomes.append(SKIP_ALREADY_IMPORTED if same else SKIP_CHANGED)
+                        continue
                     if not overwrite and self._state.taken(sid):
                         row = replace(row, outcome=SKIP_EXISTS, detail="session id already exists")
                     else:

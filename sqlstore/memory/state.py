@@ -10,6 +10,7 @@ from sqlstore import clock
 from sqlstore.audit import ToolCallRecord
 from sqlstore.errors import StoreClosed
 from sqlstore.inventory import SessionMeta, meta_for
+from sqlstore.memory.checkpoints import CheckpointTables
 from sqlstore.session import Session
 from sqlstore.tail import RawRecord
 
@@ -51,6 +52,7 @@ class MemoryState:
         self.orphans: dict[str, int] = {}  # id without a snapshot -> last write (ns)
         self.write_seq = 0
         """Highest snapshot version handed out or deleted: versions never repeat for an id."""
+        self.checkpoint_tables = CheckpointTables()
         self.scopes: dict[str, dict[str, str]] = {}
         """Scoped state: scope → key → JSON text (:mod:`sqlstore.scopes`); apart from sessions."""
 
@@ -98,6 +100,7 @@ class MemoryState:
         gone = self.sessions.pop(session_id, None)
         self.orphans.pop(session_id, None)
         self.audit.pop(session_id, None)
+        self.checkpoint_tables.drop(session_id)  # a graph thread's checkpoints (issue 17)
         if self.logs.pop(session_id, None) is not None:
             self.notify()
         if gone is None:

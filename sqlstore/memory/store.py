@@ -16,6 +16,7 @@ from sqlstore.audit import ToolCallRecord
 from sqlstore.changes import Applied, prepare
 from sqlstore.events import Event
 from sqlstore.memory.audit import MemoryAudit, MemoryLeases
+from sqlstore.memory.checkpoints import MemoryCheckpoints
 from sqlstore.memory.events import MemoryEvents
 from sqlstore.memory.history import MemoryHistory
 from sqlstore.memory.imports import MemoryImports
@@ -44,6 +45,7 @@ class MemoryStore(Closeable):
         self.sessions = MemorySessions(self._state, self.events)
         self.audit = MemoryAudit(self._state)
         self.leases = MemoryLeases(self._state)
+        self.checkpoints = MemoryCheckpoints(self._state, self._state.put)
         self.imports = MemoryImports(self._state, self.sessions, self.events, self.audit)
         self.history = MemoryHistory(self._state)
         self.scopes = MemoryScopes(self._state)

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 import os
+import re
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from sqlstore import clock
-from sqlstore.errors import MigrationError, SessionNotFound
+from sqlstore.errors import MigrationError, SessionNotFound, SnapshotError
 from sqlstore.events import Event
 from sqlstore.files import make_private_dirs
 from sqlstore.jsonl import dumps_line
@@ -50,6 +53,7 @@ from sqlstore.session import Session
 
 EXPORT_DIR_MODE = 0o700
 MAX_FILE_NAME_BYTES = 255
+_BLOB_EXTENSION = re.compile(r"[A-Za-z0-9]{1,16}")
 
 
 @dataclass(slots=True)
@@ -95,10 +99,11 @@ def export_sessions(
 ) -> ExportReport:
     """Write the given sessions (every session when None) under ``out`` in format ``fmt``.
 
-    A session that cannot be written (a bad file name, an OS error) is reported
-    in ``failed``, the files already written for it are removed, and the export
-    goes on. An error that ends the export (the
-    store is unreadable or damaged) removes every file and directory this call
+    A session that cannot be read (its snapshot does not decode) or written (a
+    bad file name, an OS error) is reported in ``failed``, the files already
+    written for it are removed, and the export goes on. An error that ends the
+    export (the file is damaged: ``StoreCorrupt``, including one damaged stored
+    record; the store cannot be read) removes every file and directory this call
     created before it propagates, so a failed export leaves nothing behind.
 
     Raises:
@@ -109,9 +114,14 @@ def export_sessions(
     if fmt not in FORMATS:
         raise MigrationError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     root = Path(out)
-    if root.exists() and not root.is_dir():
+    if os.path.exists(root) and not os.path.isdir(root):
         raise MigrationError(f"{root} exists and is not a directory")
     folder = root / V2_DIR if fmt == FORMAT_MECATL else root
+    if folder != root and os.path.islink(folder):
+        raise MigrationError(
+            f"{folder} is a symbolic link; export writes only inside {root}",
+            hint="Export into a new directory with --out.",
+        )
     # Every directory created here is 0700, intermediate ones too, whatever the umask.
     created = _Created(dirs=make_private_dirs(os.fspath(folder)))
     report = ExportReport(format=fmt, out=str(root))
@@ -166,11 +176,14 @@ def _export_each(
         try:
             session = store.sessions.load(session_id)
             modified_at = store.sessions.meta(session_id).modified_at
+            records = list(store.events.read_after(session_id))
+            audit = store.audit.list(session_id)
         except SessionNotFound as exc:
             report.failed.append((session_id, str(exc)))
             continue
-        records = list(store.events.read_after(session_id))
-        audit = store.audit.list(session_id)
+        except SnapshotError as exc:  # this session's snapshot does not decode
+            report.failed.append((session_id, f"cannot be read: {exc}"))
+            continue
         mark = created.mark()
         try:
             if fmt == FORMAT_RUNLOG:
@@ -245,10 +258,29 @@ def _write_runlog(
             blobs.mkdir(mode=EXPORT_DIR_MODE)
             created.dirs.append(os.fspath(blobs))
         except FileExistsError:
-            pass  # its files are created exclusively: nothing in it is overwritten
-        for name, data in sorted(exported.blobs.items()):
+            # Its files are created exclusively, so nothing in it is overwritten; but a
+            # symlink (or a file) there would send the blobs outside --out.
+            if not stat.S_ISDIR(os.lstat(blobs).st_mode):
+                raise ValueError(f"{blobs} exists and is not a directory") from None
+        named = {blob_file_name(name, data): data for name, data in exported.blobs.items()}
+        for name, data in sorted(named.items()):
             written.append(_write_file(blobs / name, data, created))
     return written
+
+
+def blob_file_name(stored: str, data: bytes) -> str:
+    """Return the file name a blob is exported under: ``<sha256 of data>.<ext>``.
+
+    The name is derived from the bytes, never taken from the stored session (whose
+    ``runlog_blobs`` are untrusted text: ``/abs/path`` or ``../../x`` would
+    otherwise name a file outside ``--out``). Only the extension of the stored
+    name is kept, when it is 1-16 ASCII letters or digits; otherwise it is
+    ``bin``. For a blob imported from a run log the result is its original name.
+    """
+    ext = stored.rsplit(".", 1)[1] if "." in stored else ""
+    if not _BLOB_EXTENSION.fullmatch(ext):
+        ext = "bin"
+    return f"{hashlib.sha256(data).hexdigest()}.{ext}"
 
 
 def _write_mecatl(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 # The batch vocabulary lives in sqlstore.imports (backends write it); re-exported here.
 from sqlstore.imports import EncodedSession, Fingerprint, LogEntry, SessionImport
@@ -65,9 +67,7 @@ def read_item(item: SourceItem) -> ItemBytes:
     mtime_ns = 0
     for path in item.files:
         try:
-            with path.open("rb") as handle:
-                stat = os.fstat(handle.fileno())
-                data = handle.read()
+            data, stat = _read_regular(path)
         except FileNotFoundError:
             continue
         contents[path] = data
@@ -77,6 +77,30 @@ def read_item(item: SourceItem) -> ItemBytes:
         name = os.fsencode(path.name)  # a name need not be valid UTF-8
         digest.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big") + data)
     return ItemBytes(item, contents, mtimes_ns, Fingerprint(size, mtime_ns, digest.hexdigest()))
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """Read a regular file without following a symlink or blocking on a FIFO.
+
+    The scanners skip links and special files already; this closes the window in
+    which one is put in place of a scanned file.
+
+    Raises:
+        FileNotFoundError: the file is gone.
+        OSError: the path is now a symlink (``ELOOP``) or not a regular file.
+    """
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        stat = os.fstat(fd)
+        if not S_ISREG(stat.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(), stat
+    finally:
+        os.close(fd)
 
 
 class ItemSkipped(Exception):

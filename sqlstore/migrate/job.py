@@ -161,9 +161,11 @@ def run_migration(
     scan, importer = _SOURCES[fmt]
     items, skipped = scan(root)
     job_id = job_id_for(root)
-    report = MigrationReport(job_id=job_id, source=str(root), format=fmt, dry_run=dry_run)
+    source_text = text_of_name(os.fspath(root))
+    report = MigrationReport(job_id=job_id, source=source_text, format=fmt, dry_run=dry_run)
     for name, reason in skipped:
-        report.add(ItemOutcome(name, SKIP_NOT_A_SESSION, detail=reason))
+        report.add(ItemOutcome(text_of_name(name), SKIP_NOT_A_SESSION, detail=reason))
+    items = _drop_undecodable_names(items, report)
     target = target_for(store)
     rows = target.load_items(job_id)
     job = _Job(job_id, target, importer, report, rows, overwrite, dry_run)
@@ -171,7 +173,7 @@ def run_migration(
         if row.outcome == OUTCOME_IMPORTED and row.session_id:
             job.owner_of[row.session_id] = row.item
     if not dry_run:
-        target.start_job(job_id, str(root), fmt, clock.now_ns())
+        target.start_job(job_id, source_text, fmt, clock.now_ns())
     batch: list[BatchEntry] = []
     batch_bytes = 0
     for done, item in enumerate(items, start=1):
@@ -191,6 +193,32 @@ def run_migration(
         _verify(store, job)
     report.seconds = time.monotonic() - started
     return report
+
+
+def text_of_name(name: str) -> str:
+    """Return a file name as valid UTF-8 text: bytes that are not UTF-8 become ``\\xNN``.
+
+    ``os`` decodes such bytes to lone surrogates, which can be neither stored
+    (SQLite text is UTF-8) nor printed.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
+def _drop_undecodable_names(items: list[SourceItem], report: MigrationReport) -> list[SourceItem]:
+    """Report every item whose name is not valid UTF-8 as failed (it gets no checkpoint row)."""
+    kept: list[SourceItem] = []
+    for item in items:
+        shown = text_of_name(item.name)
+        if shown == item.name:
+            kept.append(item)
+        else:
+            detail = "the file name is not valid UTF-8; rename the file to import it"
+            report.add(ItemOutcome(shown, OUTCOME_FAILED, detail=detail))
+    return kept
 
 
 def _plan(job: _Job, item: SourceItem) -> BatchEntry | None:

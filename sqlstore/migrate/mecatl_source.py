@@ -4,7 +4,9 @@ Items are session families of ``sid-v2/`` (``<token>.session.json`` plus the
 optional ``.events.jsonl`` and ``.tools.jsonl``) and the snapshot files of the
 read-only ``sid-v1/`` layout. The session id is read from the content, never
 from the file name. Lock files, temporaries and the derived inventory are
-ignored; any other file is skipped with a reason.
+ignored; any other file is skipped with a reason. Symbolic links are never
+followed: a linked ``sid-v2``/``sid-v1`` folder or a linked session file is
+skipped with a reason.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ TOKEN_ID_CHARS = 40
 TOKEN_HASH_HEX = 32
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _GO_ZERO_TIME = "0001-01-01T00:00:00Z"
+SKIP_LINK = "a symbolic link (not followed)"
 
 
 def family_token(session_id: str, layout: str = V2_DIR) -> str:
@@ -62,6 +65,14 @@ def is_mecatl_store(root: Path) -> bool:
     return (root / V2_DIR).is_dir() or (root / V1_DIR).is_dir()
 
 
+def _real_dir(path: Path, skipped: list[tuple[str, str]]) -> bool:
+    """True for a directory that is not a symlink (a symlink is reported as skipped)."""
+    if path.is_symlink():
+        skipped.append((path.name, SKIP_LINK))
+        return False
+    return path.is_dir()
+
+
 def _ignored(name: str) -> bool:
     return name.endswith(IGNORED_SUFFIXES) or ".tmp-" in name or name == INVENTORY_DIR
 
@@ -71,11 +82,14 @@ def scan_mecatl(root: Path) -> tuple[list[SourceItem], list[tuple[str, str]]]:
     items: list[SourceItem] = []
     skipped: list[tuple[str, str]] = []
     v2 = root / V2_DIR
-    if v2.is_dir():
+    if _real_dir(v2, skipped):
         families: dict[str, list[Path]] = {}
         for path in sorted(v2.iterdir()):
             name = path.name
             if _ignored(name):
+                continue
+            if path.is_symlink():
+                skipped.append((f"{V2_DIR}/{name}", SKIP_LINK))
                 continue
             for suffix in (SNAPSHOT_SUFFIX, EVENTS_SUFFIX, TOOLS_SUFFIX):
                 if name.endswith(suffix) and path.is_file():
@@ -85,23 +99,31 @@ def scan_mecatl(root: Path) -> tuple[list[SourceItem], list[tuple[str, str]]]:
                 skipped.append((f"{V2_DIR}/{name}", "not a mecatl session file"))
         for token, paths in sorted(families.items()):
             suffixes = (SNAPSHOT_SUFFIX, EVENTS_SUFFIX, TOOLS_SUFFIX)
-            ordered = tuple(v2 / f"{token}{suffix}" for suffix in suffixes)
+            # A family member that is a link is skipped above and left out of the item.
+            ordered = tuple(
+                v2 / f"{token}{suffix}"
+                for suffix in suffixes
+                if not (v2 / f"{token}{suffix}").is_symlink()
+            )
             if ordered[0] not in paths:
                 skipped.append((f"{V2_DIR}/{token}", "event or tool log without a snapshot"))
                 continue
             items.append(SourceItem(f"{V2_DIR}/{token}", ordered))
     v1 = root / V1_DIR
-    if v1.is_dir():
+    if _real_dir(v1, skipped):
         for path in sorted(v1.iterdir()):
             if _ignored(path.name):
                 continue
-            if path.name.endswith(V1_SUFFIX) and path.is_file():
+            if path.is_symlink():
+                skipped.append((f"{V1_DIR}/{path.name}", SKIP_LINK))
+            elif path.name.endswith(V1_SUFFIX) and path.is_file():
                 items.append(SourceItem(f"{V1_DIR}/{path.name}", (path,)))
             else:
                 skipped.append((f"{V1_DIR}/{path.name}", "not a sid-v1 snapshot file"))
     for path in sorted(root.iterdir()):
         if path.name not in (V1_DIR, V2_DIR) and not _ignored(path.name):
-            skipped.append((path.name, "not part of a mecatl store"))
+            reason = SKIP_LINK if path.is_symlink() else "not part of a mecatl store"
+            skipped.append((path.name, reason))
     return items, skipped
 
 
@@ -114,7 +136,10 @@ def import_mecatl(data: ItemBytes) -> SessionImport:
     """
     if data.item.name.startswith(f"{V1_DIR}/"):
         return _import_v1(data)
-    snap_path, events_path, tools_path = data.item.files
+    snap_path = data.item.files[0]
+    token = snap_path.name[: -len(SNAPSHOT_SUFFIX)]
+    events_path = snap_path.with_name(token + EVENTS_SUFFIX)
+    tools_path = snap_path.with_name(token + TOOLS_SUFFIX)
     raw = data.contents.get(snap_path)
     if raw is None:
         raise ItemFailed(f"{snap_path}: the snapshot disappeared while importing")

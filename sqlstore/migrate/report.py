@@ -6,12 +6,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from sqlstore.imports import OUTCOME_IMPORTED as OUTCOME_IMPORTED
+from sqlstore.imports import SKIP_ALREADY_IMPORTED as SKIP_ALREADY_IMPORTED
+from sqlstore.imports import SKIP_CHANGED as SKIP_CHANGED
 from sqlstore.imports import SKIP_EXISTS as SKIP_EXISTS
 from sqlstore.model import JSON
 
 OUTCOME_FAILED = "failed"
-SKIP_ALREADY_IMPORTED = "already_imported"
-SKIP_CHANGED = "changed"
 SKIP_DUPLICATE = "duplicate_id"
 SKIP_NOT_A_SESSION = "not_a_session"
 SKIP_UNVERSIONED = "unversioned"

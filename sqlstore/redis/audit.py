@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from sqlstore import clock
-from sqlstore.audit import ToolCallRecord
+from sqlstore.audit import ToolCallRecord, check_record
 from sqlstore.clock import ttl_ns
 from sqlstore.errors import LeaseHeld
 from sqlstore.inventory import Lease
@@ -36,8 +36,11 @@ class RedisAudit:
 
         Raises:
             InvalidSessionId: the record's session id is not valid.
+            TypeError, ValueError: a field cannot be stored
+                (:func:`sqlstore.audit.check_record`); nothing written.
         """
         validate_session_id(rec.session_id)
+        check_record(rec)
         now_ns = clock.now_ns()
         if rec.at is None:
             rec = replace(rec, at=clock.from_ns(now_ns))

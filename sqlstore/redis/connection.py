@@ -27,7 +27,7 @@ from sqlstore.errors import (
     StoreReadOnly,
     StoreUnavailable,
 )
-from sqlstore.redis import scripts
+from sqlstore.redis import checkpoint_scripts, scripts
 from sqlstore.redis.keys import DEFAULT_PREFIX, Keys
 
 CONNECT_TIMEOUT_S = 5.0
@@ -104,6 +104,13 @@ class Connection:
         self.lease_release = client.register_script(scripts.LEASE_RELEASE)
         self.apply = client.register_script(scripts.APPLY)
         self.log_tail = client.register_script(scripts.LOG_TAIL)
+        self.cp_put = client.register_script(checkpoint_scripts.PUT)
+        self.cp_writes = client.register_script(checkpoint_scripts.WRITES)
+        self.cp_page = client.register_script(checkpoint_scripts.PAGE)
+        self.cp_remove = client.register_script(checkpoint_scripts.REMOVE)
+        self.cp_copy = client.register_script(checkpoint_scripts.COPY)
+        self.cp_summary = client.register_script(checkpoint_scripts.SUMMARY)
+        self.cp_import = client.register_script(checkpoint_scripts.IMPORT)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str | None = None) -> Connection:

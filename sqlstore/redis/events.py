@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlstore import clock
-from sqlstore.backward import check_request, end_position, tail_records
+from sqlstore.backward import check_request, end_position, row_limit, tail_records
 from sqlstore.changes import prepare
 from sqlstore.cursor import encode_cursor, new_generation
 from sqlstore.errors import CursorExpired
@@ -203,7 +203,7 @@ class RedisEvents:
             last = str(end - 1)
         with self._c.guard():
             head, length, entries = self._c.log_tail(
-                keys=log_keys, args=[expected, last, str(limit)]
+                keys=log_keys, args=[expected, last, str(row_limit(limit))]
             )
         generation = head.decode() if head else None
         if expected and generation != expected:

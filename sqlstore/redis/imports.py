@@ -17,6 +17,8 @@ from sqlstore import clock
 from sqlstore.cursor import new_generation
 from sqlstore.imports import (
     OUTCOME_IMPORTED,
+    SKIP_ALREADY_IMPORTED,
+    SKIP_CHANGED,
     SKIP_EXISTS,
     BatchEntry,
     Fingerprint,
@@ -26,6 +28,9 @@ from sqlstore.imports import (
 from sqlstore.jsonl import canonical_json
 from sqlstore.redis import keys
 from sqlstore.redis.connection import Connection
+
+_SCRIPT_OUTCOMES = {1: OUTCOME_IMPORTED, 0: SKIP_EXISTS, 2: SKIP_ALREADY_IMPORTED, 3: SKIP_CHANGED}
+"""What the IMPORT script's return value means (see ``scripts.IMPORT``)."""
 
 
 def _row_json(row: ItemRow, now_ns: int) -> str:
@@ -119,7 +124,7 @@ class RedisImports:
                 _row_json(exists, now_ns),
                 overwrite,
             )
-            outcomes.append(OUTCOME_IMPORTED if done else SKIP_EXISTS)
+            outcomes.append(_SCRIPT_OUTCOMES[done])
         return outcomes
 
     def _write(
@@ -130,7 +135,7 @@ class RedisImports:
         row_imported: str,
         row_exists: str,
         overwrite: bool,
-    ) -> bool:
+    ) -> int:
         session = payload.session
         sid = session.id
         encoded = payload.encode()
@@ -182,7 +187,7 @@ class RedisImports:
                     *audit,
                 ],
             )
-        return bool(int(done))
+        return int(done)
 
     def finish_job(self, job_id: str, state: str, now_ns: int) -> None:
         """Record the job's final state."""

@@ -29,6 +29,8 @@ key                     type    content
 ``migrate-jobs``        HASH    job id → job JSON (source, format, state, times)
 ``retention-runs``      LIST    ``<id> <record JSON>`` per retention sweep, newest first
 ``retention-run-seq``   STRING  counter: retention run ids
+``cp:<id>`` ...         ...     graph checkpoints of a thread (six key kinds, see
+                                ``sqlstore.redis.checkpoint_scripts``)
 ======================  ======  ==================================================
 
 Index members: with all scores equal a ZSET orders members bytewise, so
@@ -78,6 +80,26 @@ class Keys:
 
     def audit(self, session_id: str) -> str:
         return f"{self.prefix}audit:{session_id}"
+
+    def cp(self, thread_id: str) -> str:
+        return f"{self.prefix}cp:{thread_id}"
+
+    def cp_index(self, thread_id: str) -> str:
+        return f"{self.prefix}cp-index:{thread_id}"
+
+    def cp_blobs(self, thread_id: str) -> str:
+        return f"{self.prefix}cp-blobs:{thread_id}"
+
+    def cp_writes_prefix(self, thread_id: str) -> str:
+        """The start of a thread's write-hash keys (``+ <ns>\\0<checkpoint_id>``)."""
+        return f"{self.prefix}cp-w:{thread_id}\x00"
+
+    def cp_wkeys(self, thread_id: str) -> str:
+        return f"{self.prefix}cp-wkeys:{thread_id}"
+
+    @property
+    def cp_threads(self) -> str:
+        return f"{self.prefix}cp-threads"
 
     def lease(self, session_id: str) -> str:
         return f"{self.prefix}lease:{session_id}"

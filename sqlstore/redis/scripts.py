@@ -97,6 +97,14 @@ end
 redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
 redis.call('SREM', KEYS[8], ARGV[2])
 redis.call('HDEL', ARGV[1] .. 'orphans', ARGV[2])
+-- A LangGraph thread's checkpoint data goes with its session (issue 17; key layout in
+-- sqlstore.redis.checkpoint_scripts).
+for _, k in ipairs(redis.call('SMEMBERS', ARGV[1] .. 'cp-wkeys:' .. ARGV[2])) do
+  redis.call('DEL', k)
+end
+redis.call('DEL', ARGV[1] .. 'cp:' .. ARGV[2], ARGV[1] .. 'cp-index:' .. ARGV[2],
+  ARGV[1] .. 'cp-blobs:' .. ARGV[2], ARGV[1] .. 'cp-wkeys:' .. ARGV[2])
+redis.call('SREM', ARGV[1] .. 'cp-threads', ARGV[2])
 if h[1] then
   redis.call('ZREM', KEYS[5], h[1])
   if h[3] and h[3] ~= '' then redis.call('ZREM', ARGV[1] .. 'index:' .. h[3], h[1]) end
@@ -222,9 +230,21 @@ IMPORT = """#!lua
 --       7 blob, 8 mtime_ns, 9 meta, 10 cmp, 11 owner_scope, 12 page_prefix, 13 age_prefix,
 --       14 hexid, 15 generation, 16 record count, 17 audit count, 18 spare generation,
 --       then (kind, body) per record, then one '<json>' per audit row.
--- Returns 1 when imported, 0 when the id exists and overwrite is off (only the row written).
+-- Returns 1 when imported, 0 when the id exists and overwrite is off (only the row written),
+-- and, when overwrite is off, 2 when another run of this job imported this item with the
+-- same fingerprint, 3 when it imported it with another one (2 and 3 write nothing).
 -- "Exists" (the ImportTarget contract): a snapshot, an event log or audit rows.
 local skey = KEYS[1]
+local cur = redis.call('HGET', KEYS[11], ARGV[2])
+if cur and ARGV[1] ~= '1' then
+  local was, now = cjson.decode(cur), cjson.decode(ARGV[3])
+  if was.outcome == 'imported' and was.session_id == ARGV[6] then
+    if was.sha256 == now.sha256 and was.size == now.size and was.mtime_ns == now.mtime_ns then
+      return 2
+    end
+    return 3
+  end
+end
 if redis.call('EXISTS', skey, KEYS[2], KEYS[3], KEYS[4]) > 0 and ARGV[1] ~= '1' then
   redis.call('HSET', KEYS[11], ARGV[2], ARGV[4])
   return 0

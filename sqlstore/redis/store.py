@@ -11,6 +11,7 @@ from sqlstore.events import Event
 from sqlstore.model import JSON
 from sqlstore.ports import Closeable
 from sqlstore.redis.audit import RedisAudit, RedisLeases
+from sqlstore.redis.checkpoints import RedisCheckpoints
 from sqlstore.redis.connection import Connection
 from sqlstore.redis.events import RedisEvents
 from sqlstore.redis.history import RedisHistory
@@ -56,6 +57,7 @@ class RedisStore(Closeable):
         self.leases = RedisLeases(self.conn)
         self.imports = RedisImports(self.conn)
         self.history = RedisHistory(self.conn)
+        self.checkpoints = RedisCheckpoints(self.conn)
         self.scopes = RedisScopes(self.conn)
 
     housekeeping: None = None

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import apsw
 
 from sqlstore import clock
-from sqlstore.audit import ToolCallRecord
+from sqlstore.audit import ToolCallRecord, check_record
 from sqlstore.clock import ttl_ns
 from sqlstore.errors import LeaseHeld
 from sqlstore.inventory import Lease
@@ -28,8 +28,11 @@ class SQLiteAudit:
 
         Raises:
             InvalidSessionId: the record's session id is not valid.
+            TypeError, ValueError: a field cannot be stored
+                (:func:`sqlstore.audit.check_record`); nothing written.
         """
         validate_session_id(rec.session_id)
+        check_record(rec)
 
         def op(conn: apsw.Connection) -> None:
             now_ns = clock.now_ns()

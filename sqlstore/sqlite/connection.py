@@ -7,9 +7,11 @@ the database file's mode. A path whose final component is a symlink is refused.
 
 from __future__ import annotations
 
+import errno
 import importlib.resources
 import os
 import random
+import stat
 import time
 from pathlib import Path
 from typing import Literal
@@ -22,6 +24,7 @@ from sqlstore.errors import (
     StoreBusy,
     StoreCorrupt,
     StoreError,
+    StoreIOError,
     StoreMissing,
     StoreReadOnly,
     UnsafePath,
@@ -72,6 +75,7 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool, exclusive: bool 
     text = os.fspath(path)
     if not text or text == ":memory:":
         raise UnsafePath(f"not a database file path: {text!r}", hint="Use sqlstore.MemoryStore().")
+    check_path_text(text)
     if os.path.islink(text):
         raise UnsafePath(f"{text} is a symbolic link; sqlstore refuses to follow it")
     if os.path.isdir(text):
@@ -79,11 +83,12 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool, exclusive: bool 
     if os.path.exists(text):
         if exclusive:
             raise FileExistsError(text)
+        check_regular_file(text)
         return text
     if not create:
         raise StoreMissing(f"no database at {text}")
-    make_private_dirs(os.path.dirname(os.path.abspath(text)))
     try:
+        make_private_dirs(os.path.dirname(os.path.abspath(text)))
         fd = os.open(text, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     except FileExistsError:
         if exclusive:
@@ -91,11 +96,61 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool, exclusive: bool 
         return text  # another process created it first; the schema step sorts it out
     except PermissionError as exc:
         raise StoreReadOnly(f"cannot create {text}: {exc.strerror}") from exc
+    except OSError as exc:  # a name too long, a path through a file, ...
+        raise path_error(text, exc) from exc
     try:
         os.fchmod(fd, FILE_MODE)
     finally:
         os.close(fd)
     return text
+
+
+def check_path_text(text: str) -> None:
+    """Refuse a path SQLite cannot be given: one that is not valid UTF-8.
+
+    Raises:
+        UnsafePath: the path holds bytes that are not UTF-8 (nothing is created).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise UnsafePath(
+            f"{shown} is not a valid UTF-8 path; SQLite file names must be UTF-8",
+            hint="Rename the file or directory, or choose another path.",
+        ) from None
+
+
+def check_regular_file(text: str) -> None:
+    """Refuse an existing path that is not a regular file (a FIFO would block forever).
+
+    Raises:
+        UnsafePath: the path is a FIFO, socket or device.
+    """
+    try:
+        mode = os.stat(text).st_mode
+    except OSError as exc:
+        raise path_error(text, exc) from exc
+    if not stat.S_ISREG(mode):
+        raise UnsafePath(
+            f"{text} is not a regular file (a FIFO, socket or device), not a database file",
+            hint="Pass the path of the database file with --db (or set SQLSTORE_DB).",
+        )
+
+
+def path_error(text: str, exc: OSError) -> StoreError:
+    """Translate an OS error about ``text`` to a ``StoreError`` with a hint."""
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.ENAMETOOLONG:
+        return UnsafePath(
+            f"cannot use {text}: {reason}",
+            hint="Each path component must be at most 255 bytes; choose a shorter name.",
+        )
+    if exc.errno in (errno.ENOTDIR, errno.ENOENT, errno.ELOOP):
+        return UnsafePath(f"cannot use {text}: {reason}", hint="Check each directory of the path.")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StoreReadOnly(f"cannot write {text}: {reason}")
+    return StoreIOError(f"cannot use {text}: {reason}")
 
 
 def _check_header(path: str) -> None:
@@ -294,8 +349,21 @@ _UPGRADES: dict[int, str] = {
         "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions "
         "(json_extract(relationship, '$.parent_session_id')) "
         "WHERE kind IN ('subagent', 'parallel_branch', 'team_member'); "
+        # LangGraph checkpointer (issue 17): checkpoints, channel blobs, pending writes.
+        "CREATE TABLE IF NOT EXISTS checkpoints (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "checkpoint_id TEXT NOT NULL, parent_id TEXT, run_id TEXT, type TEXT NOT NULL, "
+        "body BLOB NOT NULL, metadata BLOB NOT NULL, versions TEXT NOT NULL, "
+        "PRIMARY KEY (session_id, ns, checkpoint_id)) WITHOUT ROWID; "
+        "CREATE TABLE IF NOT EXISTS checkpoint_blobs (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, "
+        "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, channel, version)) WITHOUT ROWID; "
+        "CREATE TABLE IF NOT EXISTS checkpoint_writes (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
+        "checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, "
+        "channel TEXT NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL, "
+        "task_path TEXT NOT NULL, "
+        "PRIMARY KEY (session_id, ns, checkpoint_id, task_id, idx)) WITHOUT ROWID; "
         # scoped state (#18, the ADK integration's app: and user: state)
-        "CREATE TABLE scoped_state ("
+        "CREATE TABLE IF NOT EXISTS scoped_state ("
         " scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
         " modified_at_ns INTEGER NOT NULL, PRIMARY KEY (scope, key)) WITHOUT ROWID; "
         # Orphan writes (issue 20 item 7): the table, filled with the ids that already

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 import apsw
 
 from sqlstore import clock
-from sqlstore.backward import check_request, end_position, tail_records
+from sqlstore.backward import check_request, end_position, row_limit, tail_records
 from sqlstore.changes import prepare
 from sqlstore.cursor import encode_cursor
 from sqlstore.events import Event, LogRecord, check_record_size, encode_event
@@ -59,7 +59,7 @@ def _fetch_before(
     end = end_position(before, session_id, generation, length)
     found = [
         RawRecord(pos, bool(is_gap), body)
-        for pos, is_gap, body in conn.execute(TAIL_SQL, (session_id, end, limit))
+        for pos, is_gap, body in conn.execute(TAIL_SQL, (session_id, end, row_limit(limit)))
     ]
     found.reverse()
     return generation, found

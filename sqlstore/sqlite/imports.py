@@ -19,6 +19,8 @@ from sqlstore import clock
 from sqlstore.cursor import new_generation
 from sqlstore.imports import (
     OUTCOME_IMPORTED,
+    SKIP_ALREADY_IMPORTED,
+    SKIP_CHANGED,
     SKIP_EXISTS,
     BatchEntry,
     EncodedSession,
@@ -86,6 +88,10 @@ class SQLiteImports:
                 row = entry.row
                 if entry.payload is not None and bodies is not None:
                     sid = entry.payload.session.id
+                    done = _imported_by_job(conn, job_id, row, overwrite)
+                    if done is not None:
+                        outcomes.append(done)  # another run of this job got here first
+                        continue  # its checkpoint row stays as it is
                     if not overwrite and _taken(conn, sid):
                         row = ItemRow(
                             row.item, row.fingerprint, SKIP_EXISTS, sid, "session id already exists"
@@ -113,6 +119,31 @@ class SQLiteImports:
             )
 
         self._db.write(op)
+
+
+def _imported_by_job(
+    conn: apsw.Connection, job_id: str, row: ItemRow, overwrite: bool
+) -> str | None:
+    """The outcome when another run of the same job already imported this item, else None.
+
+    Read inside the batch's write transaction, so two overlapping runs of one job
+    end exactly like one: the later writer sees the earlier one's ``imported``
+    row and leaves it (and the session, even if deleted since) alone. With
+    ``overwrite`` the item is written again (the ImportTarget contract).
+    """
+    if overwrite:
+        return None
+    found = conn.execute(
+        "SELECT size, mtime_ns, sha256, outcome, session_id FROM migration_items "
+        "WHERE job_id = ? AND item = ?",
+        (job_id, row.item),
+    ).fetchone()
+    if found is None or found[3] != OUTCOME_IMPORTED or found[4] != row.session_id:
+        return None
+    size, mtime_ns, sha = found[0], found[1], found[2]
+    if Fingerprint(int(size), int(mtime_ns), str(sha)) == row.fingerprint:
+        return SKIP_ALREADY_IMPORTED
+    return SKIP_CHANGED
 
 
 _TAKEN_SQL = (

@@ -27,7 +27,17 @@ from sqlstore.sqlite.translate import translated
 INTEGRITY_MAX_ERRORS = 100
 """Most problems ``PRAGMA integrity_check`` reports before it stops."""
 
-COUNTED_TABLES = ("sessions", "event_logs", "events", "tool_calls", "leases", "retention_runs")
+COUNTED_TABLES = (
+    "sessions",
+    "event_logs",
+    "events",
+    "tool_calls",
+    "leases",
+    "retention_runs",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+)
 """Tables whose row counts ``check`` reports."""
 
 

@@ -69,6 +69,10 @@ class Stats:
     event_logs: int
     audit_rows: int
     leases: int
+    threads: int
+    checkpoints: int
+    checkpoint_blobs: int
+    checkpoint_writes: int
     estimated_bytes: int
     file_bytes: int
     wal_bytes: int
@@ -87,6 +91,10 @@ class Stats:
             "event_logs": self.event_logs,
             "audit_rows": self.audit_rows,
             "leases": self.leases,
+            "threads": self.threads,
+            "checkpoints": self.checkpoints,
+            "checkpoint_blobs": self.checkpoint_blobs,
+            "checkpoint_writes": self.checkpoint_writes,
             "estimated_bytes": self.estimated_bytes,
             "file_bytes": self.file_bytes,
             "wal_bytes": self.wal_bytes,
@@ -132,6 +140,11 @@ def stats(store: SQLiteStore) -> Stats:
             "event_logs": int(scalar(conn, "SELECT count(*) FROM event_logs")),
             "audit_rows": int(scalar(conn, "SELECT count(*) FROM tool_calls")),
             "leases": int(scalar(conn, "SELECT count(*) FROM leases WHERE owner IS NOT NULL")),
+            # Graph checkpoints (LangGraph threads, issue 17).
+            "threads": int(scalar(conn, "SELECT count(DISTINCT session_id) FROM checkpoints")),
+            "checkpoints": int(scalar(conn, "SELECT count(*) FROM checkpoints")),
+            "checkpoint_blobs": int(scalar(conn, "SELECT count(*) FROM checkpoint_blobs")),
+            "checkpoint_writes": int(scalar(conn, "SELECT count(*) FROM checkpoint_writes")),
             "free_pages": int(scalar(conn, "PRAGMA freelist_count")),
             "page_size": int(scalar(conn, "PRAGMA page_size")),
         }

@@ -142,8 +142,12 @@ def touch_session(conn: apsw.Connection, session_id: str, now_ns: int) -> int | 
 
 
 def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
-    """Delete events, log head, audit rows and snapshot; return whether a snapshot existed."""
+    """Delete events, log head, audit, checkpoint data and snapshot; True if a snapshot existed."""
     conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+    # A LangGraph thread's checkpoint data (issue 17) goes with its session.
+    conn.execute("DELETE FROM checkpoint_writes WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM checkpoint_blobs WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
     return unpublish(conn, session_id)

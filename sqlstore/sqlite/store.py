@@ -12,6 +12,7 @@ from sqlstore.model import JSON
 from sqlstore.ports import Closeable
 from sqlstore.session import Session
 from sqlstore.sqlite.audit import SQLiteAudit, SQLiteLeases
+from sqlstore.sqlite.checkpoints import SQLiteCheckpoints
 from sqlstore.sqlite.connection import BUSY_TIMEOUT_MS, Durability
 from sqlstore.sqlite.database import Database
 from sqlstore.sqlite.events import SQLiteEvents
@@ -77,6 +78,7 @@ class SQLiteStore(Closeable):
         self.leases = SQLiteLeases(self.db)
         self.imports = SQLiteImports(self.db)
         self.history = SQLiteHistory(self.db)
+        self.checkpoints = SQLiteCheckpoints(self.db)
         self.scopes = SQLiteScopes(self.db)
         if not readonly:
             # A deletion a crash interrupted is finished now, in bounded steps

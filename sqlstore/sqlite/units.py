@@ -62,5 +62,9 @@ def apply_changes(conn: apsw.Connection, changes: ChangeSet) -> Applied:
     elif changes.events or changes.audit:
         version = rows.touch_session(conn, session_id, now_ns)
     else:
-        version = stored  # scoped state only: the session is not written
+        # Scoped state only: the session is not written. An unconditional unit
+        # skipped the read above, so its version is read here.
+        version = (
+            stored if changes.expected_version is not None else stored_version(conn, session_id)
+        )
     return Applied(version or 0, cursors)

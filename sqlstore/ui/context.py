@@ -8,7 +8,6 @@ asks; :mod:`sqlstore.ui.security` also refuses every method but GET and HEAD.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,6 +52,8 @@ def _environment() -> jinja2.Environment:
     env.filters["bytes"] = present.human_bytes
     env.filters["one_line"] = present.one_line
     env.filters["pretty_json"] = present.pretty_json
+    env.filters["clip"] = present.clip
+    env.filters["json_text"] = present.json_text
     return env
 
 
@@ -111,7 +112,3 @@ class Viewer:
             streams = list(self._streams)
         for stop in streams:
             stop.set()
-
-    def on_stop(self) -> Callable[[], None]:
-        """Return :meth:`stop` (for the server's exit hook)."""
-        return self.stop

@@ -17,7 +17,7 @@ from sqlstore import clock
 from sqlstore.errors import SessionNotFound
 from sqlstore.events import LogRecord
 from sqlstore.model import Kind, State
-from sqlstore.sqlite import browse
+from sqlstore.sqlite import browse, browse_records
 from sqlstore.ui import present
 from sqlstore.ui.context import Viewer
 
@@ -49,7 +49,8 @@ def parse_day_or_time(text: str, *, end_of_day: bool) -> datetime | None:
     """Parse ``YYYY-MM-DD`` (UTC day) or an RFC 3339 time; ``""`` is None.
 
     Raises:
-        BadRequest: neither form.
+        BadRequest: neither form, or a time outside what sqlstore stores
+            (nanoseconds in a signed 64-bit integer: 1677-09-21 to 2262-04-11 UTC).
     """
     text = text.strip()
     if not text:
@@ -58,10 +59,19 @@ def parse_day_or_time(text: str, *, end_of_day: bool) -> datetime | None:
         if len(text) == 10:
             day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).date()
             moment = datetime.combine(day, time(0), tzinfo=UTC)
-            return moment + timedelta(days=1) if end_of_day else moment
-        return clock.parse_rfc3339(text)
+            moment = moment + timedelta(days=1) if end_of_day else moment
+        else:
+            moment = clock.parse_rfc3339(text)
+        in_range = -(2**63) <= clock.to_ns(moment) < 2**63
+    except OverflowError:
+        in_range = False
     except ValueError:
         raise BadRequest(f"not a date (YYYY-MM-DD) or RFC 3339 time: {text!r}") from None
+    if not in_range:
+        raise BadRequest(
+            f"{text!r} is outside the times sqlstore stores (1677-09-21 to 2262-04-11)"
+        )
+    return moment
 
 
 def session_filter(request: Request) -> browse.SessionFilter:
@@ -138,7 +148,8 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
     start_text = request.query_params.get("from", "")
     start = max(0, total - MESSAGES_PER_PAGE)
     if start_text:
-        if not start_text.isdigit():
+        # isdigit() also accepts "²", which int() refuses; and int() refuses > 4,300 digits.
+        if not (start_text.isascii() and start_text.isdigit() and len(start_text) <= 18):
             raise BadRequest("from= takes a message number")
         start = min(int(start_text), max(0, total - 1))
     shown = list(enumerate(session.messages[start : start + MESSAGES_PER_PAGE], start=start))
@@ -155,6 +166,7 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
             children=browse.children(viewer.store.db, sid, limit=CHILDREN_SHOWN),
             messages=shown,
             total_messages=total,
+            log_length=browse_records.log_head(viewer.store.db, sid)[1],
             start=start,
             page_size=MESSAGES_PER_PAGE,
             results=results,
@@ -165,8 +177,8 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
 
 def log_rows(viewer: Viewer, sid: str, records: list[LogRecord]) -> list[dict[str, Any]]:
     """Return the timeline rows of records read from the store, with their write times."""
-    positions = [browse.cursor_position(r.cursor) for r in records]
-    times = browse.record_times(viewer.store.db, sid, positions)
+    positions = [browse_records.cursor_position(r.cursor) for r in records]
+    times = browse_records.record_times(viewer.store.db, sid, positions)
     out = []
     for pos, rec in zip(positions, records, strict=True):
         is_gap = rec.kind == "gap"
@@ -194,7 +206,7 @@ def timeline_page(viewer: Viewer, request: Request) -> HTMLResponse:
         records = events.read_before(sid, before, limit=RECORDS_PER_PAGE)
     else:
         records = events.read_tail(sid, RECORDS_PER_PAGE)
-    generation, length = browse.log_head(viewer.store.db, sid)
+    generation, length = browse_records.log_head(viewer.store.db, sid)
     if generation is None and browse.session_meta(viewer.store.db, sid) is None:
         raise SessionNotFound(sid)
     rows = log_rows(viewer, sid, records)
@@ -224,16 +236,16 @@ def tools_page(viewer: Viewer, request: Request) -> HTMLResponse:
     sid = q.get("id", "")
     tool = q.get("tool", "")
     errors_first = q.get("errors") == "first"
-    summaries: list[browse.ToolSummary] = []
+    summaries: list[browse_records.ToolSummary] = []
     if sid:
-        records = viewer.store.audit.list(sid)
+        records = browse_records.session_calls(viewer.store.db, sid, limit=AUDIT_ROWS_SHOWN)
         if not records and browse.session_meta(viewer.store.db, sid) is None:
             raise SessionNotFound(sid)
     elif tool:
-        records = browse.tool_calls(viewer.store.db, tool, limit=AUDIT_ROWS_SHOWN)
+        records = browse_records.tool_calls(viewer.store.db, tool, limit=AUDIT_ROWS_SHOWN)
     else:
         records = []
-        summaries = browse.tool_summaries(viewer.store.db)
+        summaries = browse_records.tool_summaries(viewer.store.db)
     truncated = len(records) > AUDIT_ROWS_SHOWN
     records = records[-AUDIT_ROWS_SHOWN:]  # the newest, in record order
     if errors_first:

@@ -22,6 +22,10 @@ SUMMARY_MAX_CHARS = 160
 IMAGE_INLINE_MAX_BYTES = 4 * 1024 * 1024
 """Largest image part shown inline (as a ``data:`` URL); larger ones are described."""
 
+BODY_MAX_CHARS = 64 * 1024
+"""Longest stored text one field of a page shows (record bodies, message texts, tool
+arguments and results): a page of megabyte records stays small."""
+
 INLINE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """Raster types shown inline. SVG is never inlined (it is a document, not a picture)."""
 
@@ -71,11 +75,40 @@ def pretty_json(text: str) -> str:
         return text
 
 
+def json_text(value: Any) -> str:
+    """Return a JSON value as indented text (escaped by the template like any text)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+SUMMARY_KEYS = ("role", "type", "name", "author", "text", "content", "output", "error")
+"""Keys whose values lead a record's summary, wherever they sit in its data."""
+
+SUMMARY_FIELDS = 5
+"""Fields of ``data`` a summary shows at most."""
+
+
+def _leaves(value: Any, key: str, depth: int, out: list[tuple[str, str]]) -> None:
+    """Collect (key, scalar text) pairs of a JSON value, breadth-limited, depth-first."""
+    if len(out) >= 4 * SUMMARY_FIELDS or depth > 4:
+        return
+    if isinstance(value, dict):
+        for sub, item in list(value.items())[:12]:
+            _leaves(item, str(sub), depth + 1, out)
+    elif isinstance(value, list):
+        for item in value[:4]:
+            _leaves(item, key, depth + 1, out)
+    elif value is not None and value != "":
+        out.append((key, str(value)))
+
+
 def record_summary(is_gap: bool, body: dict[str, Any] | str) -> str:
     """Return the one-line summary of a log record for the timeline.
 
-    Generic by design: the event types of sqlstore and of every integration are
-    summarised from their ``text`` and the first scalar fields of ``data``.
+    Generic by design, so the events of every integration read well without a
+    renderer of their own: the record's ``text``, then a tool call or result, else
+    the scalar fields found in ``data`` (nested items too, as an OpenAI Agents item
+    or an ADK event carries them), those named role, type, name, text, content,
+    output or error first.
     """
     if is_gap or isinstance(body, str):
         return f"gap: {one_line(str(body))}"
@@ -91,9 +124,10 @@ def record_summary(is_gap: bool, body: dict[str, Any] | str) -> str:
             flag = "error: " if result.get("is_error") else ""
             bits.append(flag + str(result.get("content", "")))
         else:
-            for key, value in list(data.items())[:4]:
-                shown = value if isinstance(value, str | int | float | bool) else json.dumps(value)
-                bits.append(f"{key}={shown}")
+            leaves: list[tuple[str, str]] = []
+            _leaves(data, "", 0, leaves)
+            leaves.sort(key=lambda kv: kv[0] not in SUMMARY_KEYS)  # stable: keeps order
+            bits += [f"{k}={v}" if k else v for k, v in leaves[:SUMMARY_FIELDS]]
     return one_line(" · ".join(bits))
 
 
@@ -128,6 +162,14 @@ def record_row(
         "at": iso(at),
         "at_text": utc_text(at),
         "summary": record_summary(is_gap, body),
-        "body": body if isinstance(body, str) else json.dumps(body, indent=2, ensure_ascii=False),
+        "body": clip(body if isinstance(body, str) else json_text(body)),
         "cursor": cursor,
     }
+
+
+def clip(text: str, max_chars: int = BODY_MAX_CHARS) -> str:
+    """Return ``text`` cut to ``max_chars``, saying how much was left out."""
+    if len(text) <= max_chars:
+        return text
+    rest = len(text) - max_chars
+    return f"{text[:max_chars]}\n… ({rest} more characters not shown; the CLI prints them whole)"

@@ -131,7 +131,9 @@ class Guard:
                 return
             if from_query and scope["path"] != "/stream":
                 rest = urlencode([(k, v) for k, v in query if k != "token"])
-                target = quote(scope["path"]) + (f"?{rest}" if rest else "")
+                # One leading slash: "//host/x" would be a redirect to another host.
+                path = "/" + str(scope["path"]).lstrip("/\\")
+                target = quote(path) + (f"?{rest}" if rest else "")
                 await _redirect_with_cookie(send, target, token)
                 return
 

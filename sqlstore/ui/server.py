@@ -32,8 +32,6 @@ from sqlstore.ui.app import create_app
 from sqlstore.ui.context import Viewer
 from sqlstore.ui.security import TOKEN_PATTERN, GuardConfig, url_host
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 GRACEFUL_STOP_S = 3
 """Seconds open requests get to finish after a stop signal before they are cancelled."""
 

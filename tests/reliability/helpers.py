@@ -10,6 +10,8 @@ from pathlib import Path
 
 import apsw
 
+from sqlstore import Message, Part, Session, SQLiteStore
+
 REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "child.py"
 
@@ -80,3 +82,79 @@ def chattr(flag: str, target: Path) -> bool:
     except FileNotFoundError:
         return False
     return done.returncode == 0
+
+
+def save_hostile_blobs(db: Path, names: list[str], session_id: str = "evil") -> bytes:
+    """Save one session whose message claims blob file names ``names``; return the bytes."""
+    data = b"PWNED-" + session_id.encode()
+    with SQLiteStore(db) as store:
+        session = Session.new(session_id)
+        session.messages.append(
+            Message(
+                role="user",
+                text="see",
+                parts=[Part(kind="image", mime_type="image/png", data=data) for _ in names],
+                extra={
+                    "runlog_type": "attachment",
+                    "runlog_images": [{} for _ in names],
+                    "runlog_blobs": list(names),
+                },
+            )
+        )
+        store.sessions.save(session)
+    return data
+
+
+def run_in_pty(
+    args: list[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    answer: bytes = b"",
+    timeout: float = 60.0,
+) -> tuple[int, bytes]:
+    """Run a command with stdin, stdout and stderr on a real pseudo-terminal.
+
+    click strips escape sequences only when output is not a terminal, so escapes
+    can be tested only like this. ``answer`` is typed once the command runs (for
+    a prompt). Returns the exit status and everything the terminal received.
+    """
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [os.fspath(a) for a in args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=child_env(),
+            start_new_session=True,
+        )
+    finally:
+        os.close(slave)
+    out = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        if answer:
+            os.write(master, answer)
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every writer closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+            raise AssertionError(f"{args} did not finish within {timeout} s: {bytes(out)!r}")
+        return proc.wait(timeout=timeout), bytes(out)
+    finally:
+        os.close(master)

@@ -5,7 +5,7 @@
 2. :func:`run` chooses cut points (:func:`powercut.cut_points`), materialises each
    in every mode of :data:`powercut.MODES`, writes each distinct image once and
    hands them, :data:`BATCH` at a time, to a fresh ``powercut_check.py`` process
-   (the next batch is built while the previous one is checked).
+   (up to :data:`PARALLEL` at once, while the next batch is built).
 3. Every image gets :func:`powercut_rules.basic` and the scenario's rule; the
    :class:`Outcome` lists each violation with its cut point and mode.
 """
@@ -33,8 +33,10 @@ HERE = Path(__file__).resolve().parent
 WORKLOADS = HERE / "powercut_child.py"
 CHECKER = HERE / "powercut_check.py"
 DB = "store.db"
-BATCH = 160
+BATCH = 120
 """Images per checker process."""
+PARALLEL = 2
+"""Checker processes running at once (the machine has two cores)."""
 
 Rule = Callable[[Timeline, int, dict[str, Any], dict[str, Any]], list[str]]
 
@@ -89,7 +91,7 @@ class _Checker:
         self.scratch = scratch
         self.resume = resume
         self.batch: list[dict[str, Any]] = []
-        self.running: tuple[subprocess.Popen[bytes], Path, Path] | None = None
+        self.running: list[tuple[subprocess.Popen[bytes], Path, Path]] = []
         self.results: dict[str, dict[str, Any]] = {}
         self.count = 0
 
@@ -104,7 +106,8 @@ class _Checker:
             self.flush()
 
     def flush(self) -> None:
-        self._collect()
+        while len(self.running) >= PARALLEL:
+            self._collect()
         if not self.batch:
             return
         jobs = self.scratch / f"jobs{self.count}.json"
@@ -113,14 +116,12 @@ class _Checker:
         proc = subprocess.Popen(
             [sys.executable, str(CHECKER), str(jobs), str(out)], env=child_env()
         )
-        self.running = (proc, jobs, out)
+        self.running.append((proc, jobs, out))
         self.batch = []
 
     def _collect(self) -> None:
-        if self.running is None:
-            return
-        proc, jobs, out = self.running
-        self.running = None
+        """Wait for the oldest running checker and take its results."""
+        proc, jobs, out = self.running.pop(0)
         assert proc.wait(timeout=600) == 0, "the checker process failed"
         batch = json.loads(jobs.read_text())
         for result in json.loads(out.read_text()):
@@ -130,7 +131,8 @@ class _Checker:
 
     def finish(self) -> dict[str, dict[str, Any]]:
         self.flush()
-        self._collect()
+        while self.running:
+            self._collect()
         return self.results
 
 
@@ -146,24 +148,14 @@ def _scratch(tmp: Path) -> Path:
     return tmp / "images"
 
 
-def run(
-    scenario: str,
-    tmp: Path,
-    rule: Rule,
-    *,
-    cuts: int = 200,
-    seed: int = 0,
-    args: tuple[str, ...] = (),
-    resume: bool = False,
-) -> Outcome:
-    """Record ``scenario``, cut it at ``cuts`` points in every mode, check every image."""
-    recording = record(scenario, tmp / "work", *args)
-    trace = recording["trace"]
-    timeline = Timeline.of(trace)
-    points = sorted(set(cut_points(trace, cuts, seed)) | {0})
+def _check_images(
+    recording: dict[str, Any], points: list[int], seed: int, draws: int, checker: _Checker
+) -> dict[str, list[tuple[int, str]]]:
+    """Materialise every cut point in every mode; hand each distinct image to ``checker``.
+
+    Returns, per image digest, the (cut point, mode) pairs that gave it.
+    """
     replay = Replay(recording)
-    scratch = _scratch(tmp)
-    checker = _Checker(scratch, {"source": args[0]} if resume else None)
     seen: dict[str, list[tuple[int, str]]] = {}
     known: dict[tuple[Any, ...], str] = {}
     for cut in points:
@@ -173,27 +165,54 @@ def run(
             if cheap is not None and cheap in known:
                 seen[known[cheap]].append((cut, mode))
                 continue
-            image = replay.image(mode, random.Random(f"{seed}/{cut}/{mode}"))
-            key = digest(image)
-            if cheap is not None:
-                known[cheap] = key
-            if key not in seen:
-                seen[key] = []
-                checker.add(key, image)
-            seen[key].append((cut, mode))
-    results = checker.finish()
+            for draw in range(1 if cheap is not None else draws):
+                image = replay.image(mode, random.Random(f"{seed}/{cut}/{mode}/{draw}"))
+                key = digest(image)
+                if cheap is not None:
+                    known[cheap] = key
+                if key not in seen:
+                    seen[key] = []
+                    checker.add(key, image)
+                seen[key].append((cut, mode))
+    return seen
+
+
+def run(
+    scenario: str,
+    tmp: Path,
+    rule: Rule,
+    *,
+    cuts: int = 200,
+    seed: int = 0,
+    draws: int = 1,
+    args: tuple[str, ...] = (),
+    resume: bool = False,
+) -> Outcome:
+    """Record ``scenario``, cut it at ``cuts`` points in every mode, check every image.
+
+    The random modes (``prefix``, ``sector``) are drawn ``draws`` times per cut point.
+    """
+    recording = record(scenario, tmp / "work", *args)
+    trace = recording["trace"]
+    timeline = Timeline.of(trace)
+    points = sorted(set(cut_points(trace, cuts, seed)) | {0})
+    scratch = _scratch(tmp)
+    try:
+        checker = _Checker(scratch, {"source": args[0]} if resume else None)
+        seen = _check_images(recording, points, seed, draws, checker)
+        results = checker.finish()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    images = sum(len(where) for where in seen.values())
     base_key = next(key for key, where in seen.items() if (0, "synced/kept") in where)
     base = results[base_key]
-    outcome = Outcome(
-        scenario, len(trace), len(timeline.calls), len(points), len(points) * len(MODES), len(seen)
-    )
+    outcome = Outcome(scenario, len(trace), len(timeline.calls), len(points), images, len(seen))
     for key, where in seen.items():
         result = results[key]
         for cut, mode in where:
             for what in basic(result) + rule(timeline, cut, result, base):
                 outcome.violations.append((cut, mode, what))
     outcome.violations.sort()
-    shutil.rmtree(scratch, ignore_errors=True)
     if os.environ.get("POWERCUT_LOG"):
         with open(os.environ["POWERCUT_LOG"], "a", encoding="utf-8") as log:
             log.write(outcome.summary() + "\n")

@@ -59,12 +59,13 @@ def dump(conn: apsw.Connection, *, content_only: bool = False) -> dict[str, Any]
     names = tables(conn)
     if "sessions" not in names:
         return {"digest": EMPTY, "sessions": {}}
-    everything: dict[str, list[Any]] = {}
+    whole = hashlib.sha256()
     for name in names:
         if content_only and name not in _PARTS:
             continue
-        rows = list(conn.execute(f'SELECT * FROM "{name}" ORDER BY 1, 2'))
-        everything[name] = [_content(name, row) if content_only else row for row in rows]
+        whole.update(b"\x00table " + name.encode())
+        for row in conn.execute(f'SELECT * FROM "{name}" ORDER BY 1, 2'):
+            _feed(whole, _content(name, row) if content_only else row)
     sessions: dict[str, dict[str, Any]] = {}
 
     def entry(sid: str) -> dict[str, Any]:
@@ -85,7 +86,16 @@ def dump(conn: apsw.Connection, *, content_only: bool = False) -> dict[str, Any]
         entry(sid)["events"].append(_tag(body, is_gap))
     for sid, call in conn.execute("SELECT session_id, call_id FROM tool_calls ORDER BY seq"):
         entry(sid)["audit"].append(call)
-    return {"digest": _sha(everything), "sessions": sessions}
+    return {"digest": whole.hexdigest()[:20], "sessions": sessions}
+
+
+def _feed(h: Any, row: tuple[Any, ...]) -> None:
+    """Add one row to a digest: each value with its type and length (blobs as they are)."""
+    h.update(b"\x00row")
+    for value in row:
+        raw = value if isinstance(value, bytes) else repr(value).encode("utf-8", "surrogatepass")
+        h.update(b"%s:%d:" % (type(value).__name__.encode(), len(raw)))
+        h.update(raw)
 
 
 def _content(table: str, row: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -101,7 +101,7 @@ def vacuum(root: str) -> Recorder:
     from sqlstore.sqlite.maintenance import vacuum as run_vacuum
 
     path = os.path.join(root, DB)
-    with SQLiteStore(path) as store:
+    with SQLiteStore(path, durability="normal") as store:  # setup, not under test
         for i in range(24):
             sid = f"v{i:02d}"
             store.sessions.create(snapshot(sid, sid, 3_000))

@@ -26,8 +26,10 @@ from tests.reliability.powercut_workloads import make_runs
 CUTS = int(os.environ.get("POWERCUT_CUTS", "200"))
 """Cut points per scenario in the default run (``POWERCUT_CUTS`` overrides)."""
 
-DEEP_CUTS = 600
-"""Cut points per scenario in the slow-marked deep run."""
+DEEP_CUTS = 500
+"""Cut points per scenario in the slow-marked deep run (every one, for shorter traces)."""
+DEEP_DRAWS = 2
+"""Draws of each random mode per cut point in the deep run."""
 
 
 def durable(tl: Timeline, cut: int, result: dict[str, Any], base: dict[str, Any]) -> list[str]:
@@ -124,8 +126,11 @@ def test_migrate_cut_anywhere_resumes_to_the_uninterrupted_result(tmp_path: Path
 def test_the_harness_detects_a_broken_rule(
     tmp_path: Path, scenario: str, rule: Rule, symptom: str
 ) -> None:
-    """A workload that breaks a durability rule on purpose is reported, with the right symptom."""
-    outcome = run(scenario, tmp_path, rule, cuts=CUTS)
+    """A workload that breaks a durability rule on purpose is reported, with the right symptom.
+
+    A third of the cut points is plenty: each control breaks its rule at most of them.
+    """
+    outcome = run(scenario, tmp_path, rule, cuts=CUTS // 3)
     found = [what for _, _, what in outcome.violations]
     assert any(symptom in what for what in found), outcome.report()
 
@@ -146,8 +151,8 @@ def test_the_recording_sees_what_the_library_relies_on(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("scenario", "rule"), SCENARIOS, ids=[s for s, _ in SCENARIOS])
 def test_deep_run(tmp_path: Path, scenario: str, rule: Rule) -> None:
-    """The same checks with many more cut points and another random seed."""
-    _clean(run(scenario, tmp_path, rule, cuts=DEEP_CUTS, seed=1))
+    """The same checks with more cut points, two draws of each random mode, another seed."""
+    _clean(run(scenario, tmp_path, rule, cuts=DEEP_CUTS, seed=1, draws=DEEP_DRAWS))
 
 
 @pytest.mark.slow
@@ -156,6 +161,13 @@ def test_deep_migrate(tmp_path: Path) -> None:
     source = tmp_path / "source"
     make_runs(str(source), count=30)
     outcome = run(
-        "migrate", tmp_path, migrated, cuts=DEEP_CUTS // 3, seed=1, args=(str(source),), resume=True
+        "migrate",
+        tmp_path,
+        migrated,
+        cuts=DEEP_CUTS // 3,
+        seed=1,
+        draws=DEEP_DRAWS,
+        args=(str(source),),
+        resume=True,
     )
     _clean(outcome)

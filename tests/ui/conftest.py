@@ -98,7 +98,7 @@ class Served:
         return self.proc.returncode, err
 
 
-def start_server(db: Path, *extra: str) -> Served:
+def start_server(db: Path, *extra: str, env: dict[str, str] | None = None) -> Served:
     """Start `sqlstore --db DB ui --port P` and wait until it answers."""
     port = free_port()
     proc = subprocess.Popen(
@@ -106,6 +106,7 @@ def start_server(db: Path, *extra: str) -> Served:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=None if env is None else {**os.environ, **env},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + WAIT_S

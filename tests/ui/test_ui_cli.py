@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -133,5 +134,23 @@ def test_token_through_the_console_script(demo_db: Path) -> None:
         )
         with urllib.request.urlopen(request, timeout=WAIT_S) as page:
             assert page.status == 200
+    finally:
+        served.stop()
+
+
+def test_open_starts_the_browser_on_the_viewer(demo_db: Path, tmp_path: Path) -> None:
+    """--open hands the viewer's URL (with the token, if any) to the web browser."""
+    opened = tmp_path / "opened.txt"
+    fake = tmp_path / "browser.sh"
+    fake.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    fake.chmod(0o755)
+    token = "open-browser-token-1234"
+    served = start_server(demo_db, "--open", "--token", token, env={"BROWSER": f"{fake} %s"})
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not opened.exists() or not opened.read_text():
+            assert time.monotonic() < deadline, "the browser was not started"
+            time.sleep(0.05)
+        assert opened.read_text().strip() == f"{served.url}/?token={token}"
     finally:
         served.stop()

@@ -311,3 +311,17 @@ def test_retention_page_plans_without_deleting(tmp_path: Path) -> None:
     assert file_digests(path) == before
     with SQLiteStore(path, readonly=True, create=False) as store:
         assert store.sessions.load(demo_store.CHILD_ID).id == demo_store.CHILD_ID
+
+
+def test_session_without_messages_points_at_its_log(tmp_path: Path) -> None:
+    """A session whose conversation lives in its event log links to the timeline instead."""
+    path = tmp_path / "items.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("agents-1", title="kept as items"))
+        item = {"item": {"type": "message", "role": "user", "content": "hello"}}
+        store.events.append_event("agents-1", Event(type="openai_agents.item", data=item))
+    with client_for(path) as c:
+        page = c.get("/session", params={"id": "agents-1"}).text
+        assert 'id="log-note"' in page and "(1 record," in page
+        timeline = c.get("/timeline", params={"id": "agents-1"}).text
+        assert "type=message · role=user · content=hello" in timeline

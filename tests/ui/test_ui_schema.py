@@ -3,13 +3,14 @@ the counts and children queries are planned on them instead of scanning sessions
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import apsw
 
 from sqlstore import Kind, Relationship, Session, SQLiteStore
 from sqlstore.sqlite import browse
-from sqlstore.sqlite.connection import SCHEMA_VERSION
+from sqlstore.sqlite.connection import _UPGRADES, SCHEMA_VERSION
 
 VIEWER_INDEXES = {"sessions_by_state_kind", "sessions_by_parent"}
 
@@ -34,6 +35,15 @@ def plan(path: Path, sql: str, args: tuple[object, ...] = ()) -> str:
         conn.close()
 
 
+def as_version_2(path: Path) -> None:
+    """Turn a current file into a version-2 one: drop what the 2 -> 3 step creates."""
+    created = re.findall(r"CREATE (?:UNIQUE )?(INDEX|TABLE)(?: IF NOT EXISTS)? (\w+)", _UPGRADES[2])
+    drops = [f"DROP {kind} {name};" for kind, name in sorted(created)]  # indexes first
+    conn = apsw.Connection(str(path))
+    conn.execute(f"BEGIN IMMEDIATE; {' '.join(drops)} PRAGMA user_version = 2; COMMIT")
+    conn.close()
+
+
 def test_version_2_file_gains_the_viewer_indexes(tmp_path: Path) -> None:
     """Opening a version-2 file read-write adds both indexes and keeps every row."""
     path = tmp_path / "v2.db"
@@ -41,12 +51,7 @@ def test_version_2_file_gains_the_viewer_indexes(tmp_path: Path) -> None:
         store.sessions.save(Session.new("p"))
         rel = Relationship(parent_session_id="p", call_id="c")
         store.sessions.save(Session.new("c", kind=Kind.SUBAGENT, relationship=rel))
-    conn = apsw.Connection(str(path))
-    conn.execute(
-        "BEGIN IMMEDIATE; DROP INDEX sessions_by_state_kind; DROP INDEX sessions_by_parent; "
-        "PRAGMA user_version = 2; COMMIT"
-    )
-    conn.close()
+    as_version_2(path)
     assert not VIEWER_INDEXES & indexes(path)
     with SQLiteStore(path) as store:
         assert [m.id for m in browse.children(store.db, "p", limit=10)] == ["c"]

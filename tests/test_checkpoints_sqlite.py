@@ -1,0 +1,57 @@
+"""SQLite specifics of the checkpoint tables: the 2 -> 3 schema upgrade, backup, check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+from click.testing import CliRunner
+
+from cli.main import cli
+from sqlstore import Session, SQLiteStore
+from sqlstore.checkpoints import CheckpointRecord
+from sqlstore.sqlite.connection import SCHEMA_VERSION
+
+
+def record(thread: str, n: int) -> CheckpointRecord:
+    """Return a small checkpoint record."""
+    return CheckpointRecord(thread, "", f"cp-{n:04d}", None, "json", b"{}", b'{"step": 1}', {})
+
+
+def test_schema_2_file_is_upgraded_to_3(tmp_path: Path) -> None:
+    """A version-2 file (no checkpoint tables) gets them on open and keeps every session."""
+    path = tmp_path / "v2.db"
+    with SQLiteStore(path) as store:
+        store.sessions.save(Session.new("old", title="kept"))
+    conn = apsw.Connection(str(path))
+    # Everything schema 3 added (every feature's block), so the file is a real version 2.
+    conn.execute(
+        "BEGIN IMMEDIATE; DROP TABLE checkpoints; DROP TABLE checkpoint_blobs; "
+        "DROP TABLE checkpoint_writes; DROP TABLE IF EXISTS scoped_state; "
+        "DROP INDEX IF EXISTS sessions_by_state_kind; DROP INDEX IF EXISTS sessions_by_parent; "
+        "PRAGMA user_version = 2; COMMIT"
+    )
+    conn.close()
+    with SQLiteStore(path) as store:
+        assert store.sessions.load("old").title == "kept"
+        store.checkpoints.put(record("old", 1), [])
+        assert store.checkpoints.get("old", "") is not None
+    conn = apsw.Connection(str(path))
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+
+
+def test_backup_and_check_cover_checkpoints(tmp_path: Path) -> None:
+    """``sqlstore backup`` copies the checkpoint tables; ``check`` counts them."""
+    db, copy = tmp_path / "s.db", tmp_path / "copy.db"
+    with SQLiteStore(db) as store:
+        store.checkpoints.put(record("t", 1), [], session=Session.new("t"))
+        store.checkpoints.put(record("t", 2), [])
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", str(db), "backup", str(copy)]).exit_code == 0
+    with SQLiteStore(copy) as store:
+        assert store.checkpoints.summary("t").checkpoints == 2
+    checked = runner.invoke(cli, ["--db", str(copy), "--json", "check"])
+    assert checked.exit_code == 0, checked.output
+    assert '"checkpoints": 2' in checked.output
