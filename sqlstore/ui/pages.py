@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse
 from sqlstore import clock
 from sqlstore.errors import SessionNotFound
 from sqlstore.events import LogRecord
+from sqlstore.integrations import transcripts
 from sqlstore.model import Kind, State
 from sqlstore.sqlite import browse, browse_records
 from sqlstore.ui import present
@@ -144,6 +145,9 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
     if meta is None:
         raise SessionNotFound(sid)
     session = viewer.store.sessions.load(sid)
+    rebuilt = transcripts.conversation(viewer.store, session)  # framework sessions: the log
+    if rebuilt is not None:
+        session.messages = rebuilt
     total = len(session.messages)
     start_text = request.query_params.get("from", "")
     start = max(0, total - MESSAGES_PER_PAGE)

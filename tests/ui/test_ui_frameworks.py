@@ -45,7 +45,10 @@ def test_openai_agents_session_in_the_viewer(tmp_path: Path) -> None:
         listed = c.get("/", params={"label": "app=weather"}).text
         assert "agents-run-1" in listed and "What is the weather in Paris?" in listed
         page = c.get("/session", params={"id": "agents-run-1"}).text
-        assert 'id="log-note"' in page
+        assert 'id="log-note"' not in page  # no pointer to the log: the conversation is here
+        # The session page rebuilds the conversation from the items, as `sqlstore show` does.
+        assert "What is the weather in Paris?" in page and "It is sunny in Paris." in page
+        assert "get_weather" in page and "sunny, 21 C" in page
         timeline = c.get("/timeline", params={"id": "agents-run-1"}).text
         assert "role=user · content=What is the weather in Paris?" in timeline
         assert "role=assistant · type=output_text · text=It is sunny in Paris." in timeline
@@ -86,3 +89,4 @@ def test_adk_session_in_the_viewer(tmp_path: Path) -> None:
         assert "text=the sum is 5" in timeline
         session_page = c.get("/session", params={"id": sid})
         assert session_page.status_code == 200
+        assert "add 2 3" in session_page.text and "the sum is 5" in session_page.text
