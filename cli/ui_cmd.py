@@ -19,8 +19,10 @@ from sqlstore import retention
 from sqlstore.errors import StoreError
 from sqlstore.sqlite import SQLiteStore
 
+from .checkpoint_render import checkpoint_lines, thread_conversation
 from .context import CliContext, pass_cli
 from .retention_cmd import config_option, load
+from .session_cmd import latest_checkpoint
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -49,6 +51,21 @@ class PolicySource:
     def history(self, store: SQLiteStore, limit: int) -> list[dict[str, Any]]:
         """Return the newest recorded sweeps."""
         return [r.to_json() for r in retention.list_runs(store, limit)]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSource:
+    """The session page's text for a graph thread: the checkpoint part of ``sqlstore show``."""
+
+    def lines(self, store: SQLiteStore, session_id: str) -> list[str] | None:
+        """Return the latest checkpoint and its messages as text, or None for other sessions."""
+        thread = latest_checkpoint(store, session_id)
+        if thread is None:
+            return None
+        text = [*checkpoint_lines(*thread), *thread_conversation(thread[1])]
+        while text and not text[0]:
+            text.pop(0)  # the CLI's blank separator before the section
+        return text
 
 
 @click.command("ui", short_help="Serve a read-only web viewer of the store.")
@@ -94,7 +111,7 @@ def ui_cmd(
     source = PolicySource(load(config_path))
     store = cli.open_store(readonly=True)
     serve(
-        Viewer(store=store, retention=source),
+        Viewer(store=store, retention=source, threads=CheckpointSource()),
         guard,
         port=port,
         open_browser=open_browser,

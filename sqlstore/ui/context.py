@@ -38,6 +38,14 @@ class RetentionSource(Protocol):
         """Return the newest ``limit`` recorded sweeps, as ``RunRecord.to_json()`` does."""
 
 
+class ThreadSource(Protocol):
+    """How the session page describes a graph thread's checkpoints (given by the caller:
+    the CLI passes the text of ``sqlstore show``, so both read the same)."""
+
+    def lines(self, store: SQLiteStore, session_id: str) -> list[str] | None:
+        """Return the latest checkpoint and its conversation as text, or None (no thread)."""
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
@@ -63,6 +71,7 @@ class Viewer:
 
     store: SQLiteStore
     retention: RetentionSource | None = None
+    threads: ThreadSource | None = None
     templates: jinja2.Environment = field(default_factory=_environment)
     stopping: threading.Event = field(default_factory=threading.Event)
     _streams: set[threading.Event] = field(default_factory=set)

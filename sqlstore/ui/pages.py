@@ -148,6 +148,7 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
     rebuilt = transcripts.conversation(viewer.store, session)  # framework sessions: the log
     if rebuilt is not None:
         session.messages = rebuilt
+    graph = None if viewer.threads is None else viewer.threads.lines(viewer.store, sid)
     total = len(session.messages)
     start_text = request.query_params.get("from", "")
     start = max(0, total - MESSAGES_PER_PAGE)
@@ -175,6 +176,7 @@ def session_page(viewer: Viewer, request: Request) -> HTMLResponse:
             page_size=MESSAGES_PER_PAGE,
             results=results,
             part_view=present.part_view,
+            graph=graph,
         )
     )
 

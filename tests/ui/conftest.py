@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import retention
-from cli.ui_cmd import PolicySource
+from cli.ui_cmd import CheckpointSource, PolicySource
 from sqlstore import SQLiteStore
 from tests.ui import demo_store
 
@@ -75,7 +75,9 @@ def make_viewer(path: Path) -> object:
     from sqlstore.ui.context import Viewer
 
     store = SQLiteStore(path, readonly=True, create=False)
-    return Viewer(store=store, retention=PolicySource(retention.DEFAULT_CONFIG))
+    return Viewer(
+        store=store, retention=PolicySource(retention.DEFAULT_CONFIG), threads=CheckpointSource()
+    )
 
 
 @dataclass

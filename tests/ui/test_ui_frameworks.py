@@ -90,3 +90,24 @@ def test_adk_session_in_the_viewer(tmp_path: Path) -> None:
         session_page = c.get("/session", params={"id": sid})
         assert session_page.status_code == 200
         assert "add 2 3" in session_page.text and "the sum is 5" in session_page.text
+
+
+def test_langgraph_thread_in_the_viewer(tmp_path: Path) -> None:
+    """A LangGraph thread's page shows its latest checkpoint and its messages, escaped."""
+    from langchain_core.messages import HumanMessage
+
+    from sqlstore.integrations.langgraph import SqlstoreSaver
+    from tests import langgraph_graphs as graphs
+
+    path = tmp_path / "graph.db"
+    with SqlstoreSaver.from_conn_string(path) as saver:
+        graph = graphs.chat_graph(saver)
+        graph.invoke({"messages": [HumanMessage("weather in Oslo? <b>x</b>")]}, graphs.thread("g1"))
+    with client_for(path) as c:
+        assert "g1" in c.get("/").text
+        page = c.get("/session", params={"id": "g1"}).text
+        assert 'id="graph"' in page and "latest checkpoint" in page
+        assert "The weather: sunny in Oslo." in page
+        assert "weather in Oslo? &lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+        other = c.get("/session", params={"id": "g1-missing"})
+        assert other.status_code == 404
