@@ -281,16 +281,21 @@ def test_follow_ends_on_cancel_and_aclose_with_no_thread_left(tmp_path: Path, ba
         async with sqlstore.aio.open(target) as store:
             await store.events.append_event("s", Event("old"))
             got: list[LogRecord] = []
+            drained = asyncio.Event()
             arrived = asyncio.Event()
 
             async def consume() -> None:
                 async for record in store.events.read_after("s", follow=True):
                     got.append(record)
+                    if len(got) == 1:
+                        drained.set()
                     if len(got) == 2:
                         arrived.set()
 
             task = asyncio.create_task(consume())
-            await asyncio.sleep(0.05)
+            # Append only once the initial drain delivered "old" (a fixed sleep raced under
+            # load: "new" then came in the drain, not live).
+            await asyncio.wait_for(drained.wait(), WAIT_S)
             await store.events.append_event("s", Event("new"))
             await asyncio.wait_for(arrived.wait(), WAIT_S)
             assert [(r.event.type if r.event else "", r.live) for r in got] == [
