@@ -34,6 +34,7 @@ from typing import Protocol, Self, runtime_checkable
 
 from sqlstore.audit import ToolCallRecord
 from sqlstore.changes import Applied
+from sqlstore.checkpoint_documents import DocumentPage
 from sqlstore.checkpoints import (
     ChannelBlob,
     CheckpointEntry,
@@ -236,6 +237,11 @@ class CheckpointStore(Protocol):
         self, query: CheckpointQuery, *, after: CheckpointKey | None = None, limit: int = 100
     ) -> CheckpointPage:
         """Read up to ``limit`` rows after ``after`` in descending key order, in one short read."""
+
+    def documents(
+        self, query: CheckpointQuery, *, after: CheckpointKey | None = None, limit: int = 100
+    ) -> DocumentPage:
+        """:meth:`page` with each checkpoint as one JSON text (see ``checkpoint_documents``)."""
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> int:
         """Delete the checkpoints (and their writes) whose metadata ``run_id`` is listed."""

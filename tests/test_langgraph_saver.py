@@ -317,3 +317,50 @@ def test_saver_on_an_aio_store_and_cancelled_aput(tmp_path: Path) -> None:
             assert (await astore.sessions.meta("t")).id == "t"
 
     asyncio.run(go())
+
+
+def test_listing_decodes_as_get_tuple_does(tmp_path: Path) -> None:
+    """Listed tuples (one parse per checkpoint) equal get_tuple's, tagged values and NaN too."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.types import Send
+
+    db = str(tmp_path / "s.db")
+    with SqlstoreSaver(db) as saver:
+        config = cfg("t")
+        for step in range(3):
+            cp = empty_checkpoint()
+            cp["id"] = str(uuid6(clock_seq=step))
+            cp["channel_values"] = {
+                "messages": [HumanMessage("hi"), AIMessage(f"answer {step}")],
+                "pair": (step, float("nan") if step == 1 else 1.5),
+                "plain": {"n": step, "s": 'quote " and é'},
+            }
+            cp["channel_versions"] = {k: str(step + 1) for k in cp["channel_values"]}
+            meta = {"source": "loop", "step": step, "parents": {}}
+            config = saver.put(config, cp, meta, cp["channel_versions"])
+            saver.put_writes(config, [("x", Send("node", {"k": step})), ("y", step)], "task")
+        listed = list(saver.list(cfg("t")))
+        got = [saver.get_tuple(t.config) for t in listed]
+    assert [t.metadata["step"] for t in listed] == [2, 1, 0]
+    for one, other in zip(listed, got, strict=True):
+        assert other is not None
+        assert repr(one) == repr(other)  # NaN != NaN, so compare the text of both
+    assert isinstance(listed[0].checkpoint["channel_values"]["messages"][1], AIMessage)
+    assert listed[0].pending_writes == [("task", "x", Send("node", {"k": 2})), ("task", "y", 2)]
+
+
+def test_listing_a_corrupt_value_reports_it(tmp_path: Path) -> None:
+    """A stored value that is not JSON fails the listing with CorruptValue, as get_tuple does."""
+    from sqlstore.integrations.langgraph.serde import CorruptValue
+
+    db = str(tmp_path / "s.db")
+    with SqlstoreSaver(db) as saver:
+        put_chain(saver, "t", 3, writes=True)
+    conn = apsw.Connection(db)
+    conn.execute("UPDATE checkpoint_writes SET data = CAST('1],[\"x' AS BLOB) WHERE idx = 1")
+    conn.close()
+    with SqlstoreSaver(db) as saver:
+        with pytest.raises(CorruptValue, match="not JSON"):
+            list(saver.list(cfg("t")))
+        with pytest.raises(CorruptValue, match="not JSON"):
+            saver.get_tuple(cfg("t"))

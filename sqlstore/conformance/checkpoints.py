@@ -28,7 +28,7 @@ from sqlstore.checkpoints import (
     InvalidCheckpoint,
     PendingWrite,
 )
-from sqlstore.conformance.base import SuiteBase
+from sqlstore.conformance.checkpoint_listing import CheckpointListingTests
 from sqlstore.errors import InvalidSessionId, SessionNotFound
 from sqlstore.ports import CheckpointStore, Store, checkpoints_of
 from sqlstore.session import Session
@@ -76,8 +76,8 @@ def write(task: str, idx: int, channel: str, value: str, path: str = "") -> Pend
     return PendingWrite(task, idx, channel, "json", value.encode(), path)
 
 
-class CheckpointSuite(SuiteBase):
-    """The checkpoint port of one backend."""
+class CheckpointSuite(CheckpointListingTests):
+    """The checkpoint port of one backend (with the listing tests of ``checkpoint_listing``)."""
 
     __test__ = False
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlstore import clock, snapshot
+from sqlstore.checkpoint_documents import DocumentPage, documents_of
 from sqlstore.checkpoints import (
     CHECKPOINT_PAGE_ROWS,
     ChannelBlob,
@@ -187,6 +188,16 @@ class MemoryCheckpoints:
                 self._t.entry(r) for r in found if metadata_matches(r.metadata, query.filter)
             ]
         return CheckpointPage(entries, keys[-1] if len(keys) == limit else None)
+
+    def documents(
+        self,
+        query: CheckpointQuery,
+        *,
+        after: CheckpointKey | None = None,
+        limit: int = CHECKPOINT_PAGE_ROWS,
+    ) -> DocumentPage:
+        """:meth:`page`, each checkpoint as one JSON text (built from the entries)."""
+        return documents_of(self.page(query, after=after, limit=limit))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> int:
         """Delete the checkpoints whose metadata ``run_id`` is listed, with their writes."""

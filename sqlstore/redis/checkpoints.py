@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlstore import clock, snapshot
+from sqlstore.checkpoint_documents import DocumentPage, documents_of
 from sqlstore.checkpoints import (
     CHECKPOINT_PAGE_ROWS,
     ChannelBlob,
@@ -272,6 +273,16 @@ class RedisCheckpoints:
             if entry is not None and metadata_matches(entry.record.metadata, query.filter):
                 entries.append(entry)
         return CheckpointPage(entries, rows[-1][0] if len(rows) == limit else None)
+
+    def documents(
+        self,
+        query: CheckpointQuery,
+        *,
+        after: CheckpointKey | None = None,
+        limit: int = CHECKPOINT_PAGE_ROWS,
+    ) -> DocumentPage:
+        """:meth:`page`, each checkpoint as one JSON text (built from the entries)."""
+        return documents_of(self.page(query, after=after, limit=limit))
 
     def _remove(self, thread_id: str, mode: str, members: Sequence[str] = ()) -> int:
         k = self._c.keys

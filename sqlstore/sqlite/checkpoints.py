@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 
 from sqlstore import clock, snapshot
+from sqlstore.checkpoint_documents import DocumentPage
 from sqlstore.checkpoints import (
     CHECKPOINT_PAGE_ROWS,
     ChannelBlob,
@@ -43,6 +44,7 @@ from sqlstore.checkpoints import (
 )
 from sqlstore.model import validate_session_id
 from sqlstore.session import Session
+from sqlstore.sqlite import checkpoint_listing as listing
 from sqlstore.sqlite import rows
 from sqlstore.sqlite.database import Database
 
@@ -262,30 +264,11 @@ class SQLiteCheckpoints:
     ) -> CheckpointPage:
         """Read up to ``limit`` rows after ``after`` (descending key order) in one short read."""
         check_page_limit(limit)
-        where: list[str] = []
-        args: list[object] = []
-        if query.thread_id is not None:
-            where.append("session_id = ?")
-            args.append(query.thread_id)
-        if query.ns is not None:
-            where.append("ns = ?")
-            args.append(query.ns)
-        if query.checkpoint_id is not None:
-            where.append("checkpoint_id = ?")
-            args.append(query.checkpoint_id)
-        if query.before is not None:
-            where.append("checkpoint_id < ?")
-            args.append(query.before)
-        if after is not None:
-            where.append("(checkpoint_id, session_id, ns) < (?, ?, ?)")
-            args.extend(after)
-        sql = f"SELECT {_COLUMNS} FROM checkpoints"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY checkpoint_id DESC, session_id DESC, ns DESC LIMIT ?"
-        args.append(limit)
 
         def read(conn: apsw.Connection) -> CheckpointPage:
+            keys, args = listing.page_keys(conn, query, after, limit)
+            cols = ", ".join(f"c.{name}" for name in _COLUMNS.split(", "))
+            sql = f"WITH page AS MATERIALIZED ({keys}) SELECT {cols} FROM {listing.PAGE_JOIN}"
             found = [_record(row) for row in conn.execute(sql, args)]
             matching = [r for r in found if metadata_matches(r.metadata, query.filter)]
             last = found[-1] if len(found) == limit else None
@@ -293,6 +276,17 @@ class SQLiteCheckpoints:
             return CheckpointPage(_entries(conn, matching), next_key)
 
         return self._db.read(read)
+
+    def documents(
+        self,
+        query: CheckpointQuery,
+        *,
+        after: CheckpointKey | None = None,
+        limit: int = CHECKPOINT_PAGE_ROWS,
+    ) -> DocumentPage:
+        """:meth:`page` with each checkpoint as one JSON text, read by one statement."""
+        check_page_limit(limit)
+        return self._db.read(lambda conn: listing.documents(conn, query, after, limit))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> int:
         """Delete the checkpoints whose metadata ``run_id`` is listed, with their writes.

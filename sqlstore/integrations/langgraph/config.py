@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from sqlstore.checkpoint_documents import CheckpointDocument
 from sqlstore.checkpoints import (
     EMPTY_BLOB_TYPE,
     ChannelBlob,
@@ -25,7 +26,7 @@ from sqlstore.checkpoints import (
     PendingWrite,
 )
 from sqlstore.errors import StoreError
-from sqlstore.integrations.langgraph.serde import JsonSerializer
+from sqlstore.integrations.langgraph.serde import CorruptValue, JsonSerializer
 
 TITLE_MAX_CHARS = 80
 """Longest session title taken from a thread's first user message."""
@@ -164,6 +165,33 @@ def to_tuple(serde: SerializerProtocol, entry: CheckpointEntry) -> CheckpointTup
         metadata=metadata,
         parent_config=parent,
         pending_writes=writes,
+    )
+
+
+def document_tuple(serde: JsonSerializer, doc: CheckpointDocument) -> CheckpointTuple | None:
+    """Decode a listed checkpoint's JSON text with one parse; None when it must be read whole.
+
+    None also for a text of any other shape than ``checkpoint_documents``
+    describes (stored bytes are untrusted): the caller then reads the
+    checkpoint piece by piece, which reports what is wrong with it.
+    """
+    if doc.text is None:
+        return None
+    try:
+        checkpoint, values, metadata, writes = serde.loads_text(doc.text)
+        checkpoint["channel_values"] = values
+        pending = [(task, channel, value) for task, channel, value in writes]
+    except (CorruptValue, ValueError, TypeError):
+        return None
+    if not (type(checkpoint) is dict and type(values) is dict and type(metadata) is dict):
+        return None
+    parent = doc.parent_id
+    return CheckpointTuple(
+        config=stored_config(doc.thread_id, doc.ns, doc.checkpoint_id),
+        checkpoint=checkpoint,  # type: ignore[arg-type]
+        metadata=metadata,  # type: ignore[arg-type]
+        parent_config=None if parent is None else stored_config(doc.thread_id, doc.ns, parent),
+        pending_writes=pending,
     )
 
 

@@ -381,18 +381,36 @@ class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
     def _page(
         self, query: CheckpointQuery, after: CheckpointKey | None, left: int | None
     ) -> tuple[builtins.list[CheckpointTuple], CheckpointKey | None]:
-        """Read one page and decode it; stop early at ``left`` tuples."""
+        """Read one page and decode it; stop early at ``left`` tuples.
+
+        With the JSON serializer a page is read as one JSON text per
+        checkpoint (``CheckpointStore.documents``), each parsed once; a
+        checkpoint whose text is missing or malformed is read whole.
+        """
         rows = (
             CHECKPOINT_PAGE_ROWS
             if left is None or query.filter
             else min(left, CHECKPOINT_PAGE_ROWS)
         )
-        page = self.checkpoints.page(query, after=after, limit=rows)
-        entries = page.entries if left is None else page.entries[:left]
-        next_key = page.next
-        if left is not None and len(page.entries) > left:
-            next_key = None
-        return [cfg.to_tuple(self.serde, e) for e in entries], next_key
+        serde = self.serde
+        if type(serde) is not JsonSerializer:
+            page = self.checkpoints.page(query, after=after, limit=rows)
+            entries = page.entries if left is None else page.entries[:left]
+            cut = left is not None and len(page.entries) > left
+            return [cfg.to_tuple(serde, e) for e in entries], None if cut else page.next
+        docs = self.checkpoints.documents(query, after=after, limit=rows)
+        found = docs.documents if left is None else docs.documents[:left]
+        tuples = []
+        for doc in found:
+            tup = cfg.document_tuple(serde, doc)
+            if tup is None:  # not all JSON, or not the shape it should be: read it whole
+                entry = self.checkpoints.get(doc.thread_id, doc.ns, doc.checkpoint_id)
+                if entry is None:
+                    continue  # deleted since the page was read
+                tup = cfg.to_tuple(serde, entry)
+            tuples.append(tup)
+        cut = left is not None and len(docs.documents) > left
+        return tuples, None if cut else docs.next
 
 
 class OwnedSaver:

@@ -43,7 +43,7 @@ from langgraph.types import Command, Interrupt, Overwrite, Send, TimeoutPolicy
 from sqlstore.checkpoints import JSON_TYPE, TAG_KEY
 from sqlstore.errors import StoreError
 
-_TAG_BYTES = json.dumps(TAG_KEY).encode()
+_TAG_TEXT = json.dumps(TAG_KEY)
 """How the tag key appears in encoded JSON (keys are never escaped differently by dumps)."""
 
 _PLAIN = json.JSONDecoder()
@@ -144,16 +144,22 @@ class JsonSerializer:
     def loads(self, raw: bytes) -> Any:
         """Decode UTF-8 JSON produced by :meth:`dumps` (tags are rebuilt bottom-up)."""
         try:
-            text = raw.decode("utf-8")
+            return self.loads_text(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CorruptValue(f"stored value is not JSON: {exc}") from exc
+
+    def loads_text(self, text: str) -> Any:
+        """Decode JSON text made of what :meth:`dumps` produced (a listing's document)."""
+        try:
             # Nothing tagged: the C scanner alone; else tags are rebuilt bottom-up.
-            decoder = _PLAIN if _TAG_BYTES not in raw else self._hooked
+            decoder = _PLAIN if _TAG_TEXT not in text else self._hooked
             value, end = decoder.raw_decode(text)
             if end != len(text):
                 raise ValueError(f"extra data at position {end}")
             return value
         except CorruptValue:
             raise
-        except (ValueError, UnicodeDecodeError) as exc:
+        except ValueError as exc:
             raise CorruptValue(f"stored value is not JSON: {exc}") from exc
 
     # -- encoding ----------------------------------------------------------------
