@@ -69,6 +69,8 @@ _INSERT_BLOB = (
     "INSERT OR REPLACE INTO checkpoint_blobs (session_id, ns, channel, version, type, data) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
+_VERSIONS = json.JSONEncoder(ensure_ascii=False)
+"""Encodes a checkpoint's versions (one encoder, not one per ``json.dumps`` call)."""
 _WRITE_COLUMNS = "session_id, ns, checkpoint_id, task_id, idx, channel, type, data, task_path"
 
 
@@ -186,7 +188,7 @@ class SQLiteCheckpoints:
             r.type,
             r.body,
             r.metadata,
-            json.dumps(dict(r.versions), ensure_ascii=False),
+            _VERSIONS.encode(dict(r.versions)),
             run_id,
         )
         blob_rows = [(r.thread_id, r.ns, b.channel, b.version, b.type, b.data) for b in blobs]

@@ -48,6 +48,9 @@ _TAG_TEXT = json.dumps(TAG_KEY)
 
 _PLAIN = json.JSONDecoder()
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""One encoder for every value (``json.dumps`` with options builds one per call)."""
+
 MESSAGE_CLASSES: dict[str, type[lc_messages.BaseMessage]] = {
     cls.__name__: cls
     for cls in (
@@ -138,8 +141,12 @@ class JsonSerializer:
         return self.loads(raw)
 
     def dumps(self, obj: Any) -> bytes:
-        """Encode ``obj`` as UTF-8 JSON (see the module docstring)."""
-        return json.dumps(self.encode(obj), ensure_ascii=False, separators=(",", ":")).encode()
+        """Encode ``obj`` as UTF-8 JSON (see the module docstring).
+
+        Plain JSON data (checked by :func:`is_plain`, much cheaper than
+        :meth:`encode`'s copy) goes to the C encoder as it is.
+        """
+        return _ENCODER.encode(obj if is_plain(obj) else self.encode(obj)).encode()
 
     def loads(self, raw: bytes) -> Any:
         """Decode UTF-8 JSON produced by :meth:`dumps` (tags are rebuilt bottom-up)."""
@@ -246,6 +253,32 @@ class JsonSerializer:
         if callable(validate):
             return validate(data)
         return cls(**data)
+
+
+def is_plain(obj: Any) -> bool:
+    """True when ``obj`` is stored as it is: only exact JSON types, ``str`` keys, no tag key.
+
+    ``json`` would silently turn a tuple into a list, a non-``str`` key into
+    text and a ``str``/``int`` subclass into its base value; those (and every
+    other type) go through :meth:`JsonSerializer.encode` instead.
+    """
+    kind = type(obj)
+    if kind is str or kind is int or kind is float or kind is bool or obj is None:
+        return True
+    if kind is dict:
+        if TAG_KEY in obj:
+            return False
+        # Loops, not all(generator): this runs for every value of every put.
+        for key, value in obj.items():  # noqa: SIM110
+            if type(key) is not str or not is_plain(value):
+                return False
+        return True
+    if kind is list:
+        for value in obj:  # noqa: SIM110
+            if not is_plain(value):
+                return False
+        return True
+    return False
 
 
 def _tag(tag: str, **fields: Any) -> dict[str, Any]:
