@@ -22,12 +22,15 @@ opaque bytes to the store; only ``metadata`` is decoded (to filter a listing).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlstore.errors import StoreError
 from sqlstore.model import validate_session_id
+
+if TYPE_CHECKING:
+    from sqlstore.session import Session
 
 JSON_TYPE = "sqlstore-json/1"
 """Type name of values encoded by sqlstore's JSON serializer (LangGraph integration).
@@ -141,6 +144,22 @@ class CheckpointPage:
 
     entries: list[CheckpointEntry]
     next: CheckpointKey | None
+
+
+CheckpointPut = tuple[CheckpointRecord, Sequence[ChannelBlob], "Session | None"]
+"""One checkpoint of ``CheckpointStore.put_many``: (record, blobs, session or None)."""
+
+
+def put_each(port: Any, items: Sequence[CheckpointPut]) -> list[BaseException | None]:
+    """``put_many`` as one ``put`` per item (backends without a shared commit)."""
+    errors: list[BaseException | None] = []
+    for record, blobs, session in items:
+        try:
+            port.put(record, blobs, session=session)
+            errors.append(None)
+        except Exception as exc:
+            errors.append(exc)
+    return errors
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from sqlstore.checkpoints import (
     CheckpointEntry,
     CheckpointKey,
     CheckpointPage,
+    CheckpointPut,
     CheckpointQuery,
     CheckpointRecord,
     PendingWrite,
@@ -215,6 +216,13 @@ class CheckpointStore(Protocol):
 
         ``session`` is saved as the thread's snapshot when the thread has no
         session yet. A checkpoint with the same (thread, ns, id) is replaced.
+        """
+
+    def put_many(self, items: Sequence[CheckpointPut]) -> builtins.list[BaseException | None]:
+        """Store several checkpoints, each as :meth:`put` would; return each one's error or None.
+
+        Every item is its own atomic unit (one failing leaves the others
+        stored); a backend may make them durable with one shared commit.
         """
 
     def put_writes(

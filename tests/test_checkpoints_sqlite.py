@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import apsw
 from click.testing import CliRunner
@@ -10,6 +11,7 @@ from click.testing import CliRunner
 from cli.main import cli
 from sqlstore import Session, SQLiteStore
 from sqlstore.checkpoints import CheckpointRecord
+from sqlstore.errors import StoreClosed
 from sqlstore.sqlite.connection import SCHEMA_VERSION
 
 
@@ -55,3 +57,27 @@ def test_backup_and_check_cover_checkpoints(tmp_path: Path) -> None:
     checked = runner.invoke(cli, ["--db", str(copy), "--json", "check"])
     assert checked.exit_code == 0, checked.output
     assert '"checkpoints": 2' in checked.output
+
+
+def test_put_many_rolls_back_only_the_item_that_fails_in_sql(tmp_path: Path) -> None:
+    """When one function of write_each fails inside the transaction, only it is lost."""
+    with SQLiteStore(tmp_path / "s.db") as store:
+        db = store.db
+
+        def insert(n: int) -> Any:
+            def op(conn: apsw.Connection) -> int:
+                conn.execute("INSERT INTO store_meta (key, value) VALUES (?, ?)", (f"k{n}", n))
+                if n == 2:
+                    raise ValueError("item two is refused")
+                return n
+
+            return op
+
+        outcomes = db.write_each([insert(n) for n in range(4)])
+        assert [r for r, _ in outcomes] == [0, 1, None, 3]
+        assert isinstance(outcomes[2][1], ValueError)
+        with db.reader() as conn:
+            keys = [k for (k,) in conn.execute("SELECT key FROM store_meta WHERE key LIKE 'k%'")]
+        assert sorted(keys) == ["k0", "k1", "k3"]
+        store.close()
+        assert [type(e) for _, e in db.write_each([insert(5)])] == [StoreClosed]

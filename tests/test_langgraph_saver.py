@@ -18,7 +18,7 @@ from redis_server import redis_server, redis_url  # noqa: F401  (fixtures)
 
 from cli.main import cli
 from sqlstore import MemoryStore, SQLiteStore
-from sqlstore.errors import InvalidSessionId
+from sqlstore.errors import InvalidSessionId, StoreClosed
 from sqlstore.integrations.langgraph import InvalidConfig, SqlstoreSaver, UnsupportedValue
 
 HOSTILE_KEYS = ["x'); DROP TABLE checkpoints; --", 'a"b', "$.step", "source') OR ('1'='1"]
@@ -364,3 +364,44 @@ def test_listing_a_corrupt_value_reports_it(tmp_path: Path) -> None:
             list(saver.list(cfg("t")))
         with pytest.raises(CorruptValue, match="not JSON"):
             saver.get_tuple(cfg("t"))
+
+
+def test_concurrent_aputs_share_one_job_and_fail_alone(tmp_path: Path) -> None:
+    """Eight aputs of one loop round are one put_many; a refused value fails only its caller."""
+    calls: list[int] = []
+
+    async def go() -> None:
+        async with SqlstoreSaver.from_conn_string(tmp_path / "s.db") as saver:
+            real = saver.checkpoints.put_many
+
+            def counted(items: Any) -> Any:
+                calls.append(len(items))
+                return real(items)
+
+            saver.checkpoints.put_many = counted  # type: ignore[method-assign]
+            checkpoints = []
+            for n in range(8):
+                cp = empty_checkpoint()
+                cp["channel_values"] = {"v": object() if n == 3 else n}
+                cp["channel_versions"] = {"v": "1"}
+                checkpoints.append(cp)
+            got = await asyncio.gather(
+                *(
+                    saver.aput(cfg(f"t{n}"), cp, {"step": n}, {"v": "1"})
+                    for n, cp in enumerate(checkpoints)
+                ),
+                return_exceptions=True,
+            )
+            assert isinstance(got[3], UnsupportedValue)
+            for n, result in enumerate(got):
+                if n == 3:
+                    continue
+                assert result == cfg(f"t{n}", checkpoints[n]["id"])
+                tup = await saver.aget_tuple(cfg(f"t{n}"))
+                assert tup is not None and tup.checkpoint["channel_values"] == {"v": n}
+            assert await saver.aget_tuple(cfg("t3")) is None
+        with pytest.raises(StoreClosed):
+            await saver.aput(cfg("late"), empty_checkpoint(), {}, {})
+
+    asyncio.run(go())
+    assert calls == [7]

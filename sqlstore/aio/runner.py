@@ -85,15 +85,12 @@ class Runner:
         is cancelled) and its outcome is handed to a loop future nobody else
         can cancel through: the same two thread hops as a read, no more.
         """
-        self.check_open()
         loop = asyncio.get_running_loop()
-        job = self._executor.submit(functools.partial(fn, *args, **kwargs))
-        self._writes.add(job)
+        job = self.submit(fn, *args, **kwargs)
         waiter: asyncio.Future[T] = loop.create_future()
         name = getattr(fn, "__name__", "write")
 
         def finished(done: Future[T]) -> None:  # runs in the worker thread
-            self._writes.discard(done)
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting
                 loop.call_soon_threadsafe(_hand_over, done, waiter, name)
 
@@ -105,6 +102,14 @@ class Runner:
             # the state it reads back next is the write's outcome, not a moment of it.
             await _settled(job)
             raise
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Start a write in the pool and return its job (:meth:`drain` waits for it)."""
+        self.check_open()
+        job = self._executor.submit(functools.partial(fn, *args, **kwargs))
+        self._writes.add(job)
+        job.add_done_callback(self._writes.discard)
+        return job
 
     def stream(
         self, open_iter: Callable[[threading.Event], Iterator[T]], stop: threading.Event | None

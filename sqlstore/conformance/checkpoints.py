@@ -28,6 +28,7 @@ from sqlstore.checkpoints import (
     InvalidCheckpoint,
     PendingWrite,
 )
+from sqlstore.conformance.checkpoint_batch import CheckpointBatchTests
 from sqlstore.conformance.checkpoint_listing import CheckpointListingTests
 from sqlstore.errors import InvalidSessionId, SessionNotFound
 from sqlstore.ports import CheckpointStore, Store, checkpoints_of
@@ -76,8 +77,8 @@ def write(task: str, idx: int, channel: str, value: str, path: str = "") -> Pend
     return PendingWrite(task, idx, channel, "json", value.encode(), path)
 
 
-class CheckpointSuite(CheckpointListingTests):
-    """The checkpoint port of one backend (with the listing tests of ``checkpoint_listing``)."""
+class CheckpointSuite(CheckpointListingTests, CheckpointBatchTests):
+    """The checkpoint port of one backend (with the tests of ``checkpoint_listing``/``_batch``)."""
 
     __test__ = False
 

@@ -20,6 +20,7 @@ from sqlstore.checkpoints import (
     CheckpointEntry,
     CheckpointKey,
     CheckpointPage,
+    CheckpointPut,
     CheckpointQuery,
     CheckpointRecord,
     InvalidCheckpoint,
@@ -31,6 +32,7 @@ from sqlstore.checkpoints import (
     check_record,
     check_writes,
     metadata_matches,
+    put_each,
     query_admits,
     referenced_blobs,
     write_order,
@@ -188,6 +190,10 @@ class MemoryCheckpoints:
                 self._t.entry(r) for r in found if metadata_matches(r.metadata, query.filter)
             ]
         return CheckpointPage(entries, keys[-1] if len(keys) == limit else None)
+
+    def put_many(self, items: Sequence[CheckpointPut]) -> builtins.list[BaseException | None]:
+        """Store several checkpoints, one :meth:`put` each; return each one's error or None."""
+        return put_each(self, items)
 
     def documents(
         self,

@@ -24,6 +24,7 @@ from sqlstore.checkpoints import (
     CheckpointEntry,
     CheckpointKey,
     CheckpointPage,
+    CheckpointPut,
     CheckpointQuery,
     CheckpointRecord,
     InvalidCheckpoint,
@@ -35,6 +36,7 @@ from sqlstore.checkpoints import (
     check_record,
     check_writes,
     metadata_matches,
+    put_each,
     query_admits,
     write_order,
 )
@@ -273,6 +275,10 @@ class RedisCheckpoints:
             if entry is not None and metadata_matches(entry.record.metadata, query.filter):
                 entries.append(entry)
         return CheckpointPage(entries, rows[-1][0] if len(rows) == limit else None)
+
+    def put_many(self, items: Sequence[CheckpointPut]) -> builtins.list[BaseException | None]:
+        """Store several checkpoints, one :meth:`put` each; return each one's error or None."""
+        return put_each(self, items)
 
     def documents(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import apsw
@@ -28,6 +28,7 @@ from sqlstore.checkpoints import (
     CheckpointEntry,
     CheckpointKey,
     CheckpointPage,
+    CheckpointPut,
     CheckpointQuery,
     CheckpointRecord,
     InvalidCheckpoint,
@@ -117,6 +118,38 @@ def _ensure_session(conn: apsw.Connection, thread_id: str, session: Session | No
         rows.put_snapshot(conn, session, snapshot.encode(session), now_ns)
 
 
+def _put_op(
+    record: CheckpointRecord, blobs: Sequence[ChannelBlob], session: Session | None
+) -> Callable[[apsw.Connection], None]:
+    """Validate a checkpoint and return the write that stores it with its blobs.
+
+    Raises:
+        InvalidSessionId, InvalidCheckpoint: malformed input.
+    """
+    run_id = check_record(record, blobs)
+    r = record
+    row = (
+        r.thread_id,
+        r.ns,
+        r.checkpoint_id,
+        r.parent_id,
+        r.type,
+        r.body,
+        r.metadata,
+        _VERSIONS.encode(dict(r.versions)),
+        run_id,
+    )
+    blob_rows = [(r.thread_id, r.ns, b.channel, b.version, b.type, b.data) for b in blobs]
+
+    def op(conn: apsw.Connection) -> None:
+        _ensure_session(conn, r.thread_id, session)
+        conn.execute(_INSERT_CHECKPOINT, row)
+        if blob_rows:
+            conn.executemany(_INSERT_BLOB, blob_rows)
+
+    return op
+
+
 def _collect_garbage(conn: apsw.Connection, thread_id: str, ns: str) -> None:
     """Delete the blobs of (thread, ns) that no remaining checkpoint refers to."""
     kept = referenced_blobs(
@@ -178,28 +211,24 @@ class SQLiteCheckpoints:
             InvalidSessionId, InvalidCheckpoint: malformed input; nothing stored.
             StoreBusy: the write lock was not free within the busy timeout.
         """
-        run_id = check_record(record, blobs)
-        r = record
-        row = (
-            r.thread_id,
-            r.ns,
-            r.checkpoint_id,
-            r.parent_id,
-            r.type,
-            r.body,
-            r.metadata,
-            _VERSIONS.encode(dict(r.versions)),
-            run_id,
-        )
-        blob_rows = [(r.thread_id, r.ns, b.channel, b.version, b.type, b.data) for b in blobs]
+        self._db.write(_put_op(record, blobs, session))
 
-        def op(conn: apsw.Connection) -> None:
-            _ensure_session(conn, r.thread_id, session)
-            conn.execute(_INSERT_CHECKPOINT, row)
-            if blob_rows:
-                conn.executemany(_INSERT_BLOB, blob_rows)
+    def put_many(self, items: Sequence[CheckpointPut]) -> list[BaseException | None]:
+        """Store several checkpoints, each its own unit, as one member of a group commit.
 
-        self._db.write(op)
+        Returns each item's error (None: stored). A malformed item fails alone
+        before anything is written; one that fails in SQL is rolled back alone.
+        """
+        ops: list[Callable[[apsw.Connection], None]] = []
+        errors: list[BaseException | None] = []
+        for record, blobs, session in items:
+            try:
+                ops.append(_put_op(record, blobs, session))
+                errors.append(None)
+            except Exception as exc:
+                errors.append(exc)
+        outcomes = iter(self._db.write_each(ops))
+        return [error if error is not None else next(outcomes)[1] for error in errors]
 
     def put_writes(
         self,

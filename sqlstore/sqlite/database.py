@@ -116,6 +116,10 @@ class _Op(_Work[T]):
         self.wake = threading.Event()  # set when finished, or when it is this op's turn to lead
 
 
+class _OneFailed(Exception):
+    """One function of :meth:`Database.write_each` raised (its batch is written one by one)."""
+
+
 class Notifier:
     """A process-wide change counter for one database file, with a condition to wait on.
 
@@ -305,6 +309,40 @@ class Database:
                 op.wake.wait(LEADER_RECHECK_S)
                 op.wake.clear()
         return op.outcome()
+
+    def write_each(
+        self, fns: Sequence[Callable[[apsw.Connection], T]]
+    ) -> list[tuple[T | None, BaseException | None]]:
+        """Run several write functions as one member of a group commit; (result, error) each.
+
+        All of them run in one transaction when none fails. When one raises,
+        that transaction is rolled back and each function is written on its own,
+        so the failure stays with its function (as within a group commit). A
+        failure to begin or commit (busy, disk full, ...) is every function's
+        outcome; nothing is retried then.
+        """
+        outcomes: list[tuple[T | None, BaseException | None]] = []
+
+        def run(conn: apsw.Connection) -> None:
+            outcomes.clear()
+            for fn in fns:
+                try:
+                    outcomes.append((fn(conn), None))
+                except BaseException as exc:
+                    raise _OneFailed from exc
+
+        try:
+            self.write(run)
+        except _OneFailed:
+            outcomes.clear()
+            for fn in fns:
+                try:
+                    outcomes.append((self.write(fn), None))
+                except Exception as exc:
+                    outcomes.append((None, exc))
+        except Exception as exc:
+            return [(None, exc) for _ in fns]
+        return outcomes
 
     def check_open(self) -> None:
         """Raise ``StoreClosed`` after :meth:`close`, ``StoreForked`` in a forked child."""

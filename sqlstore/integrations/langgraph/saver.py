@@ -4,8 +4,10 @@ Every sync method calls ``store.checkpoints`` (SQLite, memory or Redis); every
 async method runs the same call (encoding and decoding included, so the event
 loop never waits on them) on a bounded thread pool of its own, through
 :class:`sqlstore.aio.runner.Runner` (the executor of ``sqlstore.aio``):
-writes are shielded from cancellation, and concurrent ``aput`` calls reach the
-SQLite writer from several threads at once and share group commits. Listings
+writes are shielded from cancellation. The ``aput`` calls made in one round
+of the event loop (concurrent graph runs) are stored by one job: one thread
+hop each way and, on SQLite, one transaction and one fsync for all of them
+(:mod:`~sqlstore.integrations.langgraph.batching`). Listings
 page by key: each page is one short read (checkpoints with their blobs and
 writes, no query per checkpoint) and nothing is held open while the caller
 consumes the tuples.
@@ -35,15 +37,25 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 import sqlstore
 from sqlstore.aio.runner import AIO_MAX_WORKERS, Runner
-from sqlstore.checkpoints import CHECKPOINT_PAGE_ROWS, CheckpointKey, CheckpointQuery, PruneStrategy
+from sqlstore.checkpoints import (
+    CHECKPOINT_PAGE_ROWS,
+    CheckpointKey,
+    CheckpointPut,
+    CheckpointQuery,
+    PruneStrategy,
+)
 from sqlstore.errors import SessionNotFound
 from sqlstore.integrations.langgraph import config as cfg
+from sqlstore.integrations.langgraph.batching import Outcome, PutBatcher
 from sqlstore.integrations.langgraph.serde import JsonSerializer
 from sqlstore.ports import CheckpointStore, Closeable, Store, checkpoints_of
 from sqlstore.session import Session
 
 FRAMEWORK_LABEL = {"framework": "langgraph"}
 """Labels of the sessions the saver creates for new threads."""
+
+PutCall = tuple[RunnableConfig, Checkpoint, CheckpointMetadata, ChannelVersions]
+"""The arguments of one ``aput``."""
 
 SESSION_CACHE_THREADS = 1_024
 """Threads whose would-be session the saver keeps between puts (cleared when full)."""
@@ -117,6 +129,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
         self.store, self._owned = open_store(store, options)
         self.checkpoints: CheckpointStore = self.store.checkpoints  # type: ignore[attr-defined]
         self._runner = Runner(AIO_MAX_WORKERS)
+        self._puts: PutBatcher[PutCall] = PutBatcher(self._runner, self._put_batch)
         self._new_sessions: dict[str, Session] = {}
 
     @classmethod
@@ -282,6 +295,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
             return self
         clone = copy.copy(self)
         clone.serde = self.serde.with_allowed(*found)
+        clone._puts = PutBatcher(clone._runner, clone._put_batch)  # encodes with its serde
         return clone
 
     # -- async -------------------------------------------------------------------
@@ -318,8 +332,13 @@ class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async :meth:`put` (the write completes even if the caller is cancelled)."""
-        return await self._runner.write(self.put, config, checkpoint, metadata, new_versions)
+        """Async :meth:`put` (the write completes even if the caller is cancelled).
+
+        The ``aput`` calls of one loop's round are stored by one worker-thread
+        job and one commit (see :mod:`~sqlstore.integrations.langgraph.batching`).
+        """
+        result: RunnableConfig = await self._puts.call((config, checkpoint, metadata, new_versions))
+        return result
 
     async def aput_writes(
         self,
@@ -348,6 +367,26 @@ class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
         await self._runner.write(self.prune, thread_ids, strategy=strategy)
 
     # -- helpers -----------------------------------------------------------------
+
+    def _put_batch(self, calls: builtins.list[PutCall]) -> builtins.list[Outcome]:
+        """Encode and store a batch of ``aput`` calls; each call's (config, error)."""
+        outcomes: builtins.list[Outcome] = []
+        items: builtins.list[CheckpointPut] = []
+        for call in calls:
+            try:
+                record, blobs, values = cfg.to_record(self.serde, *call)
+            except Exception as exc:
+                outcomes.append((None, exc))
+                continue
+            items.append((record, blobs, self._session_for(record.thread_id, values)))
+            stored = cfg.stored_config(record.thread_id, record.ns, record.checkpoint_id)
+            outcomes.append((stored, None))
+        stored_errors = iter(self.checkpoints.put_many(items) if items else [])
+        done: builtins.list[Outcome] = []
+        for stored, error in outcomes:
+            failure = error if error is not None else next(stored_errors)
+            done.append((None, failure) if failure is not None else (stored, None))
+        return done
 
     def _session_for(self, thread_id: str, values: dict[str, Any]) -> Session:
         """Return the session a put creates if the thread has none (built once per thread).
