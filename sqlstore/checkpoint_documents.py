@@ -22,15 +22,25 @@ piecewise read when it is not what is described here).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlstore.checkpoints import (
+    CHECKPOINT_PAGE_ROWS,
     EMPTY_BLOB_TYPE,
     JSON_TYPE,
+    ChannelBlob,
     CheckpointEntry,
     CheckpointKey,
     CheckpointPage,
+    CheckpointPut,
+    CheckpointQuery,
+    CheckpointRecord,
 )
+
+if TYPE_CHECKING:
+    from sqlstore.session import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +95,46 @@ def _text(entry: CheckpointEntry) -> str | None:
 def documents_of(page: CheckpointPage) -> DocumentPage:
     """Turn a page of entries into a page of documents (backends without a faster way)."""
     return DocumentPage([document_of(e) for e in page.entries], page.next)
+
+
+class FromPieces:
+    """``documents`` and ``put_many`` of a backend from its ``page`` and ``put``.
+
+    For backends with no faster way (memory, Redis): documents are built from
+    the entries of a page, and a batch is one ``put`` per item.
+    """
+
+    def page(
+        self, query: CheckpointQuery, *, after: CheckpointKey | None = None, limit: int = 100
+    ) -> CheckpointPage:
+        raise NotImplementedError
+
+    def put(
+        self,
+        record: CheckpointRecord,
+        blobs: Sequence[ChannelBlob],
+        *,
+        session: Session | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def documents(
+        self,
+        query: CheckpointQuery,
+        *,
+        after: CheckpointKey | None = None,
+        limit: int = CHECKPOINT_PAGE_ROWS,
+    ) -> DocumentPage:
+        """:meth:`page`, each checkpoint as one JSON text (built from the entries)."""
+        return documents_of(self.page(query, after=after, limit=limit))
+
+    def put_many(self, items: Sequence[CheckpointPut]) -> list[BaseException | None]:
+        """Store several checkpoints, one :meth:`put` each; return each one's error or None."""
+        errors: list[BaseException | None] = []
+        for record, blobs, session in items:
+            try:
+                self.put(record, blobs, session=session)
+                errors.append(None)
+            except Exception as exc:
+                errors.append(exc)
+        return errors

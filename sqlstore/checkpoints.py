@@ -150,18 +150,6 @@ CheckpointPut = tuple[CheckpointRecord, Sequence[ChannelBlob], "Session | None"]
 """One checkpoint of ``CheckpointStore.put_many``: (record, blobs, session or None)."""
 
 
-def put_each(port: Any, items: Sequence[CheckpointPut]) -> list[BaseException | None]:
-    """``put_many`` as one ``put`` per item (backends without a shared commit)."""
-    errors: list[BaseException | None] = []
-    for record, blobs, session in items:
-        try:
-            port.put(record, blobs, session=session)
-            errors.append(None)
-        except Exception as exc:
-            errors.append(exc)
-    return errors
-
-
 @dataclass(frozen=True, slots=True)
 class ThreadSummary:
     """Counts of one thread's checkpoint data (for ``sqlstore show`` and ``stats``)."""

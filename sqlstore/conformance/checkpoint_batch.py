@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 from sqlstore.checkpoints import ChannelBlob, CheckpointQuery, CheckpointRecord, InvalidCheckpoint
-from sqlstore.conformance.base import SuiteBase
+from sqlstore.conformance.checkpoint_listing import CheckpointPortBase
 from sqlstore.errors import InvalidSessionId
-from sqlstore.ports import CheckpointStore, Store, checkpoints_of
+from sqlstore.ports import Store
 from sqlstore.session import Session
 
 
@@ -23,15 +23,14 @@ def _record(thread: str, checkpoint_id: str, *, metadata: bytes = b"{}") -> Chec
     )
 
 
-class CheckpointBatchTests(SuiteBase):
+class CheckpointBatchTests(CheckpointPortBase):
     """``put_many`` of one backend's checkpoint port."""
 
     __test__ = False
 
     def test_checkpoint_put_many_stores_each_item_as_its_own_unit(self, store: Store) -> None:
         """Good items are stored with their sessions; each bad item fails alone, storing nothing."""
-        cp = checkpoints_of(store)
-        assert isinstance(cp, CheckpointStore)
+        cp = self.port(store)
         blob = ChannelBlob("a", "1", "json", b'"v"')
         errors = cp.put_many(
             [

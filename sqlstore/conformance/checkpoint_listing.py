@@ -45,16 +45,23 @@ def _json_write(task: str, idx: int, value: Any, path: str) -> PendingWrite:
     return PendingWrite(task, idx, "ch", JSON_TYPE, json.dumps(value).encode(), path)
 
 
-class CheckpointListingTests(SuiteBase):
-    """Listing order and documents of one backend's checkpoint port."""
+class CheckpointPortBase(SuiteBase):
+    """What the checkpoint suites share: the port of the store under test."""
 
     __test__ = False
 
     @staticmethod
-    def _port(store: Store) -> CheckpointStore:
+    def port(store: Store) -> CheckpointStore:
+        """Return the store's checkpoint port (every sqlstore backend has one)."""
         found = checkpoints_of(store)
         assert isinstance(found, CheckpointStore), "the store has no checkpoint port"
         return found
+
+
+class CheckpointListingTests(CheckpointPortBase):
+    """Listing order and documents of one backend's checkpoint port."""
+
+    __test__ = False
 
     def _walk(self, cp: CheckpointStore, query: CheckpointQuery, limit: int) -> list[Any]:
         keys: list[Any] = []
@@ -73,7 +80,7 @@ class CheckpointListingTests(SuiteBase):
 
     def test_checkpoint_listing_pages_across_namespaces(self, store: Store) -> None:
         """A thread listed without a namespace pages in (id, thread, ns) order, also past 16 ns."""
-        cp = self._port(store)
+        cp = self.port(store)
         for spaces in (3, 20):
             thread = f"t{spaces}"
             for n in range(1, 6):
@@ -92,7 +99,7 @@ class CheckpointListingTests(SuiteBase):
 
     def test_checkpoint_documents_join_the_stored_pieces(self, store: Store) -> None:
         """A document is [body, values, metadata, writes in order]; other types give None."""
-        cp = self._port(store)
+        cp = self.port(store)
         for n in (1, 2):
             blobs = [
                 ChannelBlob("a", f"{n:03}", JSON_TYPE, json.dumps({"n": n, "s": 'é"x'}).encode()),

@@ -31,7 +31,7 @@ from sqlstore.checkpoints import (
 from sqlstore.conformance.checkpoint_batch import CheckpointBatchTests
 from sqlstore.conformance.checkpoint_listing import CheckpointListingTests
 from sqlstore.errors import InvalidSessionId, SessionNotFound
-from sqlstore.ports import CheckpointStore, Store, checkpoints_of
+from sqlstore.ports import Store
 from sqlstore.session import Session
 
 T0 = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -81,13 +81,6 @@ class CheckpointSuite(CheckpointListingTests, CheckpointBatchTests):
     """The checkpoint port of one backend (with the tests of ``checkpoint_listing``/``_batch``)."""
 
     __test__ = False
-
-    @staticmethod
-    def port(store: Store) -> CheckpointStore:
-        """Return the store's checkpoint port (every sqlstore backend has one)."""
-        found = checkpoints_of(store)
-        assert isinstance(found, CheckpointStore), "the store has no checkpoint port"
-        return found
 
     def test_checkpoint_round_trip(self, store: Store) -> None:
         """A put checkpoint reads back with its body, parent, metadata and blobs."""

@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlstore import clock, snapshot
-from sqlstore.checkpoint_documents import DocumentPage, documents_of
+from sqlstore.checkpoint_documents import FromPieces
 from sqlstore.checkpoints import (
     CHECKPOINT_PAGE_ROWS,
     ChannelBlob,
     CheckpointEntry,
     CheckpointKey,
     CheckpointPage,
-    CheckpointPut,
     CheckpointQuery,
     CheckpointRecord,
     InvalidCheckpoint,
@@ -32,7 +31,6 @@ from sqlstore.checkpoints import (
     check_record,
     check_writes,
     metadata_matches,
-    put_each,
     query_admits,
     referenced_blobs,
     write_order,
@@ -90,7 +88,7 @@ class CheckpointTables:
                     del self.blobs[bk]
 
 
-class MemoryCheckpoints:
+class MemoryCheckpoints(FromPieces):
     """The checkpoint port of a ``MemoryStore``."""
 
     def __init__(self, state: MemoryState, create: Callable[[Session, bytes, int], object]) -> None:
@@ -190,20 +188,6 @@ class MemoryCheckpoints:
                 self._t.entry(r) for r in found if metadata_matches(r.metadata, query.filter)
             ]
         return CheckpointPage(entries, keys[-1] if len(keys) == limit else None)
-
-    def put_many(self, items: Sequence[CheckpointPut]) -> builtins.list[BaseException | None]:
-        """Store several checkpoints, one :meth:`put` each; return each one's error or None."""
-        return put_each(self, items)
-
-    def documents(
-        self,
-        query: CheckpointQuery,
-        *,
-        after: CheckpointKey | None = None,
-        limit: int = CHECKPOINT_PAGE_ROWS,
-    ) -> DocumentPage:
-        """:meth:`page`, each checkpoint as one JSON text (built from the entries)."""
-        return documents_of(self.page(query, after=after, limit=limit))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> int:
         """Delete the checkpoints whose metadata ``run_id`` is listed, with their writes."""

@@ -17,14 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlstore import clock, snapshot
-from sqlstore.checkpoint_documents import DocumentPage, documents_of
+from sqlstore.checkpoint_documents import FromPieces
 from sqlstore.checkpoints import (
     CHECKPOINT_PAGE_ROWS,
     ChannelBlob,
     CheckpointEntry,
     CheckpointKey,
     CheckpointPage,
-    CheckpointPut,
     CheckpointQuery,
     CheckpointRecord,
     InvalidCheckpoint,
@@ -36,7 +35,6 @@ from sqlstore.checkpoints import (
     check_record,
     check_writes,
     metadata_matches,
-    put_each,
     query_admits,
     write_order,
 )
@@ -96,7 +94,7 @@ def _write_pair(w: PendingWrite) -> list[Any]:
     return [f"{w.task_id}{SEP}{w.idx}", json.dumps(value, ensure_ascii=False)]
 
 
-class RedisCheckpoints:
+class RedisCheckpoints(FromPieces):
     """The checkpoint port of a ``RedisStore``."""
 
     def __init__(self, conn: Connection) -> None:
@@ -275,20 +273,6 @@ class RedisCheckpoints:
             if entry is not None and metadata_matches(entry.record.metadata, query.filter):
                 entries.append(entry)
         return CheckpointPage(entries, rows[-1][0] if len(rows) == limit else None)
-
-    def put_many(self, items: Sequence[CheckpointPut]) -> builtins.list[BaseException | None]:
-        """Store several checkpoints, one :meth:`put` each; return each one's error or None."""
-        return put_each(self, items)
-
-    def documents(
-        self,
-        query: CheckpointQuery,
-        *,
-        after: CheckpointKey | None = None,
-        limit: int = CHECKPOINT_PAGE_ROWS,
-    ) -> DocumentPage:
-        """:meth:`page`, each checkpoint as one JSON text (built from the entries)."""
-        return documents_of(self.page(query, after=after, limit=limit))
 
     def _remove(self, thread_id: str, mode: str, members: Sequence[str] = ()) -> int:
         k = self._c.keys
