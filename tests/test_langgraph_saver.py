@@ -349,15 +349,23 @@ def test_listing_decodes_as_get_tuple_does(tmp_path: Path) -> None:
     assert listed[0].pending_writes == [("task", "x", Send("node", {"k": 2})), ("task", "y", 2)]
 
 
-def test_listing_a_corrupt_value_reports_it(tmp_path: Path) -> None:
-    """A stored value that is not JSON fails the listing with CorruptValue, as get_tuple does."""
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        "UPDATE checkpoint_writes SET data = CAST('1],[\"x' AS BLOB) WHERE idx = 1",
+        "UPDATE checkpoint_blobs SET data = X'22ff22' WHERE channel = 'step'",
+    ],
+    ids=["not-json", "not-utf8"],
+)
+def test_listing_a_corrupt_value_reports_it(tmp_path: Path, corrupt: str) -> None:
+    """A stored value that is not JSON (or not UTF-8) fails the listing with CorruptValue."""
     from sqlstore.integrations.langgraph.serde import CorruptValue
 
     db = str(tmp_path / "s.db")
     with SqlstoreSaver(db) as saver:
         put_chain(saver, "t", 3, writes=True)
     conn = apsw.Connection(db)
-    conn.execute("UPDATE checkpoint_writes SET data = CAST('1],[\"x' AS BLOB) WHERE idx = 1")
+    conn.execute(corrupt)
     conn.close()
     with SqlstoreSaver(db) as saver:
         with pytest.raises(CorruptValue, match="not JSON"):

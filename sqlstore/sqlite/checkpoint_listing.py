@@ -6,7 +6,8 @@ metadata and its pending writes (in LangGraph's order) into one JSON text
 (see :mod:`sqlstore.checkpoint_documents`), so Python receives one string per
 checkpoint and parses it once. The pieces are concatenated, not re-encoded:
 ``CASE`` turns the text into NULL when any piece is not ``JSON_TYPE`` data,
-and the caller reads that checkpoint whole. Blob lookups run from the
+and the caller reads that checkpoint whole (every checkpoint of the page, when
+a stored piece is not even UTF-8 text). Blob lookups run from the
 checkpoint's ``versions`` (``json_each``) into the blob primary key
 (``CROSS JOIN`` fixes that order: the other one scans all of the thread's
 blobs for every checkpoint).
@@ -138,11 +139,20 @@ def documents(
 ) -> DocumentPage:
     """Read one page of documents with one statement (filters applied to the raw metadata)."""
     keys, args = page_keys(conn, query, after, limit)
-    columns = "c.checkpoint_id, c.session_id, c.ns, c.parent_id, " + _DOCUMENT
-    if query.filter:
-        columns += ", c.metadata"
-    sql = f"WITH page AS MATERIALIZED ({keys}) SELECT {columns} FROM {PAGE_JOIN}"
-    rows: list[Any] = conn.execute(sql, args).fetchall()
+
+    def select(text: str) -> list[Any]:
+        columns = f"c.checkpoint_id, c.session_id, c.ns, c.parent_id, {text}"
+        if query.filter:
+            columns += ", c.metadata"
+        sql = f"WITH page AS MATERIALIZED ({keys}) SELECT {columns} FROM {PAGE_JOIN}"
+        return conn.execute(sql, args).fetchall()
+
+    try:
+        rows = select(_DOCUMENT)
+    except UnicodeDecodeError:
+        # A stored piece is not UTF-8 (so not what the serializer wrote): no texts for
+        # this page; the reader reads each checkpoint whole and learns which is bad.
+        rows = select("NULL")
     found = [
         CheckpointDocument(sid, ns, cid, parent, text)
         for cid, sid, ns, parent, text, *meta in rows
