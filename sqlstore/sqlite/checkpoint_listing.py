@@ -32,10 +32,11 @@ ORDER = " ORDER BY checkpoint_id DESC, session_id DESC, ns DESC LIMIT ?"
 
 PAGE_JOIN = (
     "page AS p CROSS JOIN checkpoints AS c ON c.session_id = p.session_id AND c.ns = p.ns "
-    "AND c.checkpoint_id = p.checkpoint_id "
-    "ORDER BY c.checkpoint_id DESC, c.session_id DESC, c.ns DESC"
+    "AND c.checkpoint_id = p.checkpoint_id"
 )
-"""Join a ``page`` of keys to their rows, in listing order (only the page is sorted)."""
+"""Join a ``page`` of keys to their rows (in no guaranteed order: add ``PAGE_ORDER``)."""
+
+PAGE_ORDER = " ORDER BY c.checkpoint_id DESC, c.session_id DESC, c.ns DESC"
 
 _J = f"'{JSON_TYPE}'"
 _E = f"'{EMPTY_BLOB_TYPE}'"
@@ -153,6 +154,8 @@ def documents(
         # A stored piece is not UTF-8 (so not what the serializer wrote): no texts for
         # this page; the reader reads each checkpoint whole and learns which is bad.
         rows = select("NULL")
+    # Sorted here, not by SQLite: its sorter would copy every text once more.
+    rows.sort(key=lambda row: (row[0], row[1], row[2]), reverse=True)
     found = [
         CheckpointDocument(sid, ns, cid, parent, text)
         for cid, sid, ns, parent, text, *meta in rows

@@ -299,7 +299,10 @@ class SQLiteCheckpoints:
         def read(conn: apsw.Connection) -> CheckpointPage:
             keys, args = listing.page_keys(conn, query, after, limit)
             cols = ", ".join(f"c.{name}" for name in _COLUMNS.split(", "))
-            sql = f"WITH page AS MATERIALIZED ({keys}) SELECT {cols} FROM {listing.PAGE_JOIN}"
+            sql = (
+                f"WITH page AS MATERIALIZED ({keys}) "
+                f"SELECT {cols} FROM {listing.PAGE_JOIN}{listing.PAGE_ORDER}"
+            )
             found = [_record(row) for row in conn.execute(sql, args)]
             matching = [r for r in found if metadata_matches(r.metadata, query.filter)]
             last = found[-1] if len(found) == limit else None
