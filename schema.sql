@@ -170,7 +170,11 @@ CREATE TABLE checkpoint_blobs (
     version    TEXT NOT NULL,
     type       TEXT NOT NULL,              -- 'empty': a version without a value
     data       BLOB NOT NULL,
-    PRIMARY KEY (session_id, ns, channel, version)
+    -- Version before channel: LangGraph gives every channel a step writes the same
+    -- new version, so a put's blobs land in one leaf page instead of one page per
+    -- channel (fewer WAL pages per commit). Files made with the earlier key order
+    -- (channel, version) work the same way, only with more pages per put.
+    PRIMARY KEY (session_id, ns, version, channel)
 ) WITHOUT ROWID;
 CREATE TABLE checkpoint_writes (
     session_id    TEXT NOT NULL,

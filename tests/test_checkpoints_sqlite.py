@@ -81,3 +81,34 @@ def test_put_many_rolls_back_only_the_item_that_fails_in_sql(tmp_path: Path) -> 
         assert sorted(keys) == ["k0", "k1", "k3"]
         store.close()
         assert [type(e) for _, e in db.write_each([insert(5)])] == [StoreClosed]
+
+
+def test_file_with_the_earlier_blob_key_order_works(tmp_path: Path) -> None:
+    """A schema-3 file with blobs keyed (channel, version), as main made them, works alike."""
+    from sqlstore.checkpoints import ChannelBlob, CheckpointQuery
+
+    path = tmp_path / "s.db"
+    SQLiteStore(path).close()
+    conn = apsw.Connection(str(path))
+    conn.execute(
+        "DROP TABLE checkpoint_blobs; CREATE TABLE checkpoint_blobs (session_id TEXT NOT NULL, "
+        "ns TEXT NOT NULL, channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, "
+        "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, channel, version)) WITHOUT ROWID"
+    )
+    conn.close()
+    with SQLiteStore(path) as store:
+        cp = store.checkpoints
+        for n in range(1, 4):
+            rec = CheckpointRecord(
+                "t", "", f"cp-{n:04d}", None, "json", b"{}", b"{}", {"a": str(n)}
+            )
+            cp.put(
+                rec,
+                [ChannelBlob("a", str(n), "json", f'"v{n}"'.encode())],
+                session=Session.new("t"),
+            )
+        page = cp.page(CheckpointQuery(thread_id="t"), limit=10)
+        assert [e.blobs["a"].data for e in page.entries] == [b'"v3"', b'"v2"', b'"v1"']
+        assert cp.copy_thread("t", "u", session=Session.new("u")) == 3
+        assert cp.prune(["t"]) == 2
+        assert cp.summary("t").blobs == 1 and cp.summary("u").blobs == 3

@@ -356,7 +356,7 @@ _UPGRADES: dict[int, str] = {
         "PRIMARY KEY (session_id, ns, checkpoint_id)) WITHOUT ROWID; "
         "CREATE TABLE IF NOT EXISTS checkpoint_blobs (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
         "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, "
-        "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, channel, version)) WITHOUT ROWID; "
+        "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, version, channel)) WITHOUT ROWID; "
         "CREATE TABLE IF NOT EXISTS checkpoint_writes (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
         "checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, "
         "channel TEXT NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL, "
