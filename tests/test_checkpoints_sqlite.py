@@ -73,12 +73,23 @@ def test_put_many_rolls_back_only_the_item_that_fails_in_sql(tmp_path: Path) -> 
 
             return op
 
+        def keys() -> list[str]:
+            with db.reader() as conn:
+                found = conn.execute("SELECT key FROM store_meta WHERE key LIKE 'k%' ORDER BY 1")
+                return [str(k) for (k,) in found]
+
         outcomes = db.write_each([insert(n) for n in range(4)])
         assert [r for r, _ in outcomes] == [0, 1, None, 3]
         assert isinstance(outcomes[2][1], ValueError)
-        with db.reader() as conn:
-            keys = [k for (k,) in conn.execute("SELECT key FROM store_meta WHERE key LIKE 'k%'")]
-        assert sorted(keys) == ["k0", "k1", "k3"]
+        assert keys() == ["k0", "k1", "k3"]
+        # A failing ``together`` (the work of all at once) falls back to one write each.
+        ops = [insert(n) for n in range(10, 13)]
+        together = db.write_each(ops, together=lambda conn: [op(conn) for op in ops])
+        assert [r for r, _ in together] == [10, 11, 12]
+        failing = [insert(20), insert(2)]
+        outcomes = db.write_each(failing, together=lambda conn: [op(conn) for op in failing])
+        assert [type(e) if e else None for _, e in outcomes] == [None, ValueError]
+        assert keys() == ["k0", "k1", "k10", "k11", "k12", "k20", "k3"]
         store.close()
         assert [type(e) for _, e in db.write_each([insert(5)])] == [StoreClosed]
 

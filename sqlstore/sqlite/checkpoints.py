@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -118,9 +119,25 @@ def _ensure_session(conn: apsw.Connection, thread_id: str, session: Session | No
         rows.put_snapshot(conn, session, snapshot.encode(session), now_ns)
 
 
+@dataclass(frozen=True, slots=True)
+class _Put:
+    """The rows of one validated checkpoint put; calling it writes them."""
+
+    thread_id: str
+    session: Session | None
+    row: tuple[Any, ...]
+    blobs: list[tuple[Any, ...]]
+
+    def __call__(self, conn: apsw.Connection) -> None:
+        _ensure_session(conn, self.thread_id, self.session)
+        conn.execute(_INSERT_CHECKPOINT, self.row)
+        if self.blobs:
+            conn.executemany(_INSERT_BLOB, self.blobs)
+
+
 def _put_op(
     record: CheckpointRecord, blobs: Sequence[ChannelBlob], session: Session | None
-) -> Callable[[apsw.Connection], None]:
+) -> _Put:
     """Validate a checkpoint and return the write that stores it with its blobs.
 
     Raises:
@@ -140,12 +157,20 @@ def _put_op(
         run_id,
     )
     blob_rows = [(r.thread_id, r.ns, b.channel, b.version, b.type, b.data) for b in blobs]
+    return _Put(r.thread_id, session, row, blob_rows)
 
-    def op(conn: apsw.Connection) -> None:
-        _ensure_session(conn, r.thread_id, session)
-        conn.execute(_INSERT_CHECKPOINT, row)
+
+def _put_together(puts: Sequence[_Put]) -> Callable[[apsw.Connection], list[None]]:
+    """Return the write of several puts at once: one statement per table, not per put."""
+
+    def op(conn: apsw.Connection) -> list[None]:
+        for put in puts:
+            _ensure_session(conn, put.thread_id, put.session)
+        conn.executemany(_INSERT_CHECKPOINT, [put.row for put in puts])
+        blob_rows = [row for put in puts for row in put.blobs]
         if blob_rows:
             conn.executemany(_INSERT_BLOB, blob_rows)
+        return [None] * len(puts)
 
     return op
 
@@ -219,7 +244,7 @@ class SQLiteCheckpoints:
         Returns each item's error (None: stored). A malformed item fails alone
         before anything is written; one that fails in SQL is rolled back alone.
         """
-        ops: list[Callable[[apsw.Connection], None]] = []
+        ops: list[_Put] = []
         errors: list[BaseException | None] = []
         for record, blobs, session in items:
             try:
@@ -227,7 +252,7 @@ class SQLiteCheckpoints:
                 errors.append(None)
             except Exception as exc:
                 errors.append(exc)
-        outcomes = iter(self._db.write_each(ops))
+        outcomes = iter(self._db.write_each(ops, together=_put_together(ops)) if ops else [])
         return [error if error is not None else next(outcomes)[1] for error in errors]
 
     def put_writes(
