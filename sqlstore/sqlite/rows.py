@@ -144,13 +144,17 @@ def touch_session(conn: apsw.Connection, session_id: str, now_ns: int) -> int | 
 def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
     """Delete events, log head, audit, checkpoint data and snapshot; True if a snapshot existed."""
     conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
-    # A LangGraph thread's checkpoint data (issue 17) goes with its session.
-    conn.execute("DELETE FROM checkpoint_writes WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM checkpoint_blobs WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (session_id,))
+    delete_checkpoint_rows(conn, session_id)  # a LangGraph thread goes with its session
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
     return unpublish(conn, session_id)
+
+
+def delete_checkpoint_rows(conn: apsw.Connection, thread_id: str) -> None:
+    """Delete every checkpoint, blob and pending write of a thread (issue 17)."""
+    conn.execute("DELETE FROM checkpoint_writes WHERE session_id = ?", (thread_id,))
+    conn.execute("DELETE FROM checkpoint_blobs WHERE session_id = ?", (thread_id,))
+    conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (thread_id,))
 
 
 def unpublish(conn: apsw.Connection, session_id: str) -> bool:
