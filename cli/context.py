@@ -19,9 +19,9 @@ For the authors of command modules (``cli/retention_cmd.py``, ``cli/migrate_cmd.
         cli.emit(report.to_json(), human_lines)
 
 * ``cli.db`` is the database path (``--db``, env ``SQLSTORE_DB``, default
-  ``./sessions.db``); ``cli.json`` is True when ``--json`` was given globally *or*
-  on the command (put ``@json_option`` on every command); ``cli.verbose`` counts
-  ``-v``.
+  ``./sessions.db``; a ``sqlite:///`` URL's options are in ``cli.db_options``);
+  ``cli.json`` is True when ``--json`` was given globally *or* on the command
+  (put ``@json_option`` on every command); ``cli.verbose`` counts ``-v``.
 * ``cli.open_store(readonly=True)`` opens an *existing* file and never creates
   one: a missing file raises ``sqlstore.errors.StoreMissing`` (with a
   hint to run ``sqlstore init`` or pass ``--db``). ``cli.open_store(create=True)``
@@ -45,10 +45,11 @@ from typing import Any
 
 import click
 
-from sqlstore.errors import StoreError, StoreMissing, UnsafePath
+from sqlstore.errors import InvalidOption, StoreError, StoreMissing, UnsafePath
 from sqlstore.retention import parse_duration
 from sqlstore.sqlite import SQLiteStore
 from sqlstore.sqlite.connection import check_path_text, check_regular_file
+from sqlstore.sqlite.options import SQLITE_URL_PREFIX, parse_sqlite_url
 
 from . import render
 
@@ -67,6 +68,7 @@ class CliContext:
     """Global options of one invocation (``ctx.obj``), plus store and output helpers."""
 
     db: Path = field(default_factory=lambda: Path(DEFAULT_DB))
+    db_options: dict[str, Any] = field(default_factory=dict)
     json: bool = False
     verbose: int = 0
 
@@ -108,7 +110,12 @@ class CliContext:
         """
         if not create:
             self.require_existing()
-        return SQLiteStore(os.fspath(self.db), create=create, readonly=readonly and not create)
+        return SQLiteStore(
+            os.fspath(self.db),
+            create=create,
+            readonly=readonly and not create,
+            **self.db_options,
+        )
 
     def emit(self, doc: Any, human: Iterable[str] | Callable[[], Iterable[str]]) -> None:
         """Print ``doc`` as JSON when ``--json`` is on, else the human lines."""
@@ -162,6 +169,37 @@ class NonEmptyPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class DbPath(NonEmptyPath):
+    """``--db``: a SQLite file, as a path or a ``sqlite:///`` URL with options.
+
+    ``--db 'sqlite:///x.db?durability=normal'`` opens ``x.db`` with those options
+    (checked as :func:`sqlstore.open` checks them; they go to ``cli.db_options``).
+    Any other URL (``redis://``, ``sqlite://host``) is a usage error: ``--db``
+    names a file, and read as a path it would create a directory ``redis:``.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the file's path; a bad URL or option is a usage error (exit 2)."""
+        options: dict[str, Any] = {}
+        if isinstance(value, str) and value.startswith(SQLITE_URL_PREFIX):
+            try:
+                value, options = parse_sqlite_url(value)
+            except InvalidOption as exc:
+                self.fail(f"{exc}. Hint: {exc.hint}" if exc.hint else str(exc), param, ctx)
+        elif isinstance(value, str) and ("://" in value or value.startswith("sqlite:")):
+            self.fail(
+                f"{value!r} is not a SQLite file; --db takes a path or a "
+                "sqlite:///relative.db or sqlite:////absolute.db URL. Hint: `sqlstore migrate "
+                "--to`/`--from` take redis:// URLs.",
+                param,
+                ctx,
+            )
+        path = super().convert(value, param, ctx)
+        if ctx is not None:
+            get_cli(ctx).db_options = options
+        return path
+
+
 def _set_db(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
     if value is not None:
         get_cli(ctx).db = value
@@ -180,7 +218,7 @@ def accept_db_after_command(command: click.Command) -> None:
         command.params.append(
             click.Option(
                 ["--db"],
-                type=NonEmptyPath(path_type=Path),
+                type=DbPath(path_type=Path),
                 expose_value=False,
                 callback=_set_db,
                 help="The database file (same as the global --db).",

@@ -30,6 +30,7 @@ from sqlstore.errors import (
     UnsafePath,
 )
 from sqlstore.files import make_private_dirs
+from sqlstore.sqlite.options import check_store_options
 from sqlstore.sqlite.translate import translated
 
 Durability = Literal["full", "normal"]
@@ -174,8 +175,7 @@ def open_connection(
     checkpoints on close, so reading a file (even one with a crashed writer's WAL)
     leaves every byte of it and of its WAL as it was.
     """
-    if durability not in ("full", "normal"):
-        raise ValueError(f"durability must be 'full' or 'normal', not {durability!r}")
+    check_store_options(durability, busy_timeout_ms)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     with translated(path):
         conn = apsw.Connection(path, flags=flags)

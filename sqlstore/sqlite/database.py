@@ -62,6 +62,7 @@ import apsw
 
 from sqlstore.errors import StoreClosed, StoreForked, StoreReadOnly
 from sqlstore.sqlite.connection import Durability, ensure_schema, open_connection, prepare_path
+from sqlstore.sqlite.options import check_store_options
 from sqlstore.sqlite.translate import translate, translated
 
 T = TypeVar("T")
@@ -224,6 +225,7 @@ class Database:
         create: bool,
         readonly: bool = False,
     ) -> None:
+        check_store_options(durability, busy_timeout_ms)  # before anything is created
         self.path = prepare_path(path, create=create and not readonly)
         self._opened_at_fork = _forks
         self._opened_by = os.getpid()
