@@ -115,3 +115,25 @@ def test_console_script_refuses_a_bad_db_option(tmp_path: Path) -> None:
     assert "durability must be 'full' or 'normal', not 'bogus'" in done.stderr
     assert os.listdir(tmp_path) == []
 
+
+@pytest.mark.parametrize(
+    "name", ["new/deeper/" + "a" * 300 + ".db", "new/deeper/x.db/", "new/deeper/x.db\udcff"]
+)
+def test_a_failed_open_leaves_no_new_directory(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that cannot be created (name too long, a trailing slash, not UTF-8): no directory."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(StoreError):
+        sqlstore.open(name)
+    with pytest.raises(StoreError):
+        sqlstore.open("kept/" + name)  # an existing directory stays, with nothing in it
+    assert _tree(tmp_path) == ["kept"]
+
+
+def test_missing_directories_are_created_private(tmp_path: Path) -> None:
+    """A path under missing directories creates them (SPEC 4.1: directory 0700), as documented."""
+    with SQLiteStore(tmp_path / "a" / "b" / "s.db"):
+        pass
+    assert [oct((tmp_path / d).stat().st_mode & 0o777) for d in ("a", "a/b")] == ["0o700"] * 2
