@@ -30,12 +30,15 @@ For the authors of command modules (``cli/retention_cmd.py``, ``cli/migrate_cmd.
   the group in ``cli.main`` prints ``Error: …`` / ``Hint: …`` and exits 1.
   Use ``click.UsageError``/``click.BadParameter`` for bad flags (exit 2).
 * :data:`DURATION` is a click parameter type for ``30d``, ``12h``, ``90m``,
-  ``1w`` (it uses ``retention.policy.parse_duration``).
+  ``1w`` (it uses ``retention.policy.parse_duration``); use :class:`AsciiIntRange`
+  and :class:`AsciiFloatRange` for numbers, never ``int``/``click.INT`` (they
+  read non-ASCII digits; ``tests/test_cli_numbers.py`` checks every option).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -242,6 +245,35 @@ class DurationType(click.ParamType):  # type: ignore[type-arg]  # generic in new
 
 
 DURATION = DurationType()
+
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+_ASCII_FLOAT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+class AsciiIntRange(click.IntRange):
+    """A click integer (with optional bounds) written in ASCII digits only.
+
+    Python's ``int()`` (and so ``click.INT``) also reads other scripts' digits
+    (``--limit ٣`` was 3), ``1_000`` and surrounding blanks; every integer option
+    of the CLI takes ``[+-]?[0-9]+`` and nothing else (a usage error, exit 2).
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the int; anything but ASCII digits (with a sign) is a usage error."""
+        if isinstance(value, str) and not _ASCII_INT.fullmatch(value):
+            self.fail(f"{value!r} is not a whole number (ASCII digits 0-9 only)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class AsciiFloatRange(click.FloatRange):
+    """A click float (with optional bounds) in ASCII only: no ``nan``, ``inf``, non-ASCII digits."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the float; anything but an ASCII decimal number is a usage error."""
+        if isinstance(value, str) and not _ASCII_FLOAT.fullmatch(value):
+            self.fail(f"{value!r} is not a number (ASCII digits, e.g. 0.1)", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def stdin_is_terminal() -> bool:

@@ -29,7 +29,7 @@ from sqlstore.migrate import (
 from sqlstore.sqlite.options import SQLITE_URL_PREFIX, parse_sqlite_url
 
 from . import render
-from .context import CliContext, NonEmptyPath, json_option, pass_cli
+from .context import AsciiIntRange, CliContext, NonEmptyPath, json_option, pass_cli
 
 WARNINGS_SHOWN = 20
 """Warnings listed in the human summary; ``--json`` has them all."""
@@ -108,7 +108,7 @@ def summary_lines(report: MigrationReport) -> Iterator[str]:
 )
 @click.option(
     "--batch",
-    type=click.IntRange(1, MIGRATE_BATCH_SESSIONS_MAX),
+    type=AsciiIntRange(1, MIGRATE_BATCH_SESSIONS_MAX),
     default=MIGRATE_BATCH_SESSIONS,
     show_default=True,
     help="Sessions per transaction.",
