@@ -8,7 +8,6 @@ requests with ``Sec-Fetch-Site`` and ``Origin``; the guard refuses them.
 
 from __future__ import annotations
 
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +19,7 @@ from starlette.testclient import TestClient
 
 from sqlstore.ui.app import create_app
 from sqlstore.ui.security import GuardConfig
-from tests.ui.conftest import WAIT_S, make_viewer, start_server
+from tests.ui.conftest import WAIT_S, make_viewer, raw_head, start_server
 from tests.ui.demo_store import LIVE_ID
 
 PORT = 8765
@@ -75,17 +74,9 @@ def test_direct_and_same_origin_requests_are_served(
 
 
 def _raw(port: int, path: str, extra: str) -> tuple[int, bytes]:
-    """Send one GET with ``extra`` header lines; return the status and the first bytes."""
-    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
-        head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{extra}\r\n"
-        sock.sendall(head.encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return int(data.split(b" ", 2)[1]), data
+    """Send one GET with ``extra`` header lines; return the status and the response head."""
+    head = raw_head(port, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{extra}\r\n".encode())
+    return int(head.split(b" ", 2)[1]), head
 
 
 def test_a_real_server_refuses_cross_site_streams(demo_db: Path) -> None:
