@@ -57,6 +57,10 @@ class SQLiteStore(Closeable):
         StoreReadOnly: the file cannot be used (see ``sqlstore.errors``).
     """
 
+    in_process = True
+    """Reads are local (``sqlstore.ports.reads_in_process``): WAL readers never wait for
+    the writer."""
+
     def __init__(
         self,
         path: str | os.PathLike[str],
