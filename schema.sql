@@ -150,7 +150,8 @@ CREATE TABLE scoped_state (
 -- which is a session (session_id). A checkpoint row holds everything but the channel
 -- values; `versions` (JSON object channel -> version) names the blobs it reads.
 -- Blobs are keyed by channel and version, so an unchanged channel is stored once.
--- Deleted with the session (sqlstore.sqlite.rows.delete_session_rows).
+-- Deleted with the session: in the first step of a stepped deletion
+-- (sqlstore.sqlite.deletion.start), else with its other rows (rows.delete_session_rows).
 CREATE TABLE checkpoints (
     session_id    TEXT NOT NULL,
     ns            TEXT NOT NULL,

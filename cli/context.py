@@ -19,9 +19,9 @@ For the authors of command modules (``cli/retention_cmd.py``, ``cli/migrate_cmd.
         cli.emit(report.to_json(), human_lines)
 
 * ``cli.db`` is the database path (``--db``, env ``SQLSTORE_DB``, default
-  ``./sessions.db``); ``cli.json`` is True when ``--json`` was given globally *or*
-  on the command (put ``@json_option`` on every command); ``cli.verbose`` counts
-  ``-v``.
+  ``./sessions.db``; a ``sqlite:///`` URL's options are in ``cli.db_options``);
+  ``cli.json`` is True when ``--json`` was given globally *or* on the command
+  (put ``@json_option`` on every command); ``cli.verbose`` counts ``-v``.
 * ``cli.open_store(readonly=True)`` opens an *existing* file and never creates
   one: a missing file raises ``sqlstore.errors.StoreMissing`` (with a
   hint to run ``sqlstore init`` or pass ``--db``). ``cli.open_store(create=True)``
@@ -30,12 +30,15 @@ For the authors of command modules (``cli/retention_cmd.py``, ``cli/migrate_cmd.
   the group in ``cli.main`` prints ``Error: …`` / ``Hint: …`` and exits 1.
   Use ``click.UsageError``/``click.BadParameter`` for bad flags (exit 2).
 * :data:`DURATION` is a click parameter type for ``30d``, ``12h``, ``90m``,
-  ``1w`` (it uses ``retention.policy.parse_duration``).
+  ``1w`` (it uses ``retention.policy.parse_duration``); use :class:`AsciiIntRange`
+  and :class:`AsciiFloatRange` for numbers, never ``int``/``click.INT`` (they
+  read non-ASCII digits; ``tests/test_cli_numbers.py`` checks every option).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -45,10 +48,11 @@ from typing import Any
 
 import click
 
-from sqlstore.errors import StoreError, StoreMissing, UnsafePath
+from sqlstore.errors import InvalidOption, StoreError, StoreMissing, UnsafePath
 from sqlstore.retention import parse_duration
 from sqlstore.sqlite import SQLiteStore
 from sqlstore.sqlite.connection import check_path_text, check_regular_file
+from sqlstore.sqlite.options import SQLITE_URL_PREFIX, parse_sqlite_url
 
 from . import render
 
@@ -67,6 +71,7 @@ class CliContext:
     """Global options of one invocation (``ctx.obj``), plus store and output helpers."""
 
     db: Path = field(default_factory=lambda: Path(DEFAULT_DB))
+    db_options: dict[str, Any] = field(default_factory=dict)
     json: bool = False
     verbose: int = 0
 
@@ -108,7 +113,12 @@ class CliContext:
         """
         if not create:
             self.require_existing()
-        return SQLiteStore(os.fspath(self.db), create=create, readonly=readonly and not create)
+        return SQLiteStore(
+            os.fspath(self.db),
+            create=create,
+            readonly=readonly and not create,
+            **self.db_options,
+        )
 
     def emit(self, doc: Any, human: Iterable[str] | Callable[[], Iterable[str]]) -> None:
         """Print ``doc`` as JSON when ``--json`` is on, else the human lines."""
@@ -162,6 +172,37 @@ class NonEmptyPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class DbPath(NonEmptyPath):
+    """``--db``: a SQLite file, as a path or a ``sqlite:///`` URL with options.
+
+    ``--db 'sqlite:///x.db?durability=normal'`` opens ``x.db`` with those options
+    (checked as :func:`sqlstore.open` checks them; they go to ``cli.db_options``).
+    Any other URL (``redis://``, ``sqlite://host``) is a usage error: ``--db``
+    names a file, and read as a path it would create a directory ``redis:``.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the file's path; a bad URL or option is a usage error (exit 2)."""
+        options: dict[str, Any] = {}
+        if isinstance(value, str) and value.startswith(SQLITE_URL_PREFIX):
+            try:
+                value, options = parse_sqlite_url(value)
+            except InvalidOption as exc:
+                self.fail(f"{exc}. Hint: {exc.hint}" if exc.hint else str(exc), param, ctx)
+        elif isinstance(value, str) and ("://" in value or value.startswith("sqlite:")):
+            self.fail(
+                f"{value!r} is not a SQLite file; --db takes a path or a "
+                "sqlite:///relative.db or sqlite:////absolute.db URL. Hint: `sqlstore migrate "
+                "--to`/`--from` take redis:// URLs.",
+                param,
+                ctx,
+            )
+        path = super().convert(value, param, ctx)
+        if ctx is not None:
+            get_cli(ctx).db_options = options
+        return path
+
+
 def _set_db(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
     if value is not None:
         get_cli(ctx).db = value
@@ -180,7 +221,7 @@ def accept_db_after_command(command: click.Command) -> None:
         command.params.append(
             click.Option(
                 ["--db"],
-                type=NonEmptyPath(path_type=Path),
+                type=DbPath(path_type=Path),
                 expose_value=False,
                 callback=_set_db,
                 help="The database file (same as the global --db).",
@@ -204,6 +245,35 @@ class DurationType(click.ParamType):  # type: ignore[type-arg]  # generic in new
 
 
 DURATION = DurationType()
+
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+_ASCII_FLOAT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+class AsciiIntRange(click.IntRange):
+    """A click integer (with optional bounds) written in ASCII digits only.
+
+    Python's ``int()`` (and so ``click.INT``) also reads other scripts' digits
+    (``--limit ٣`` was 3), ``1_000`` and surrounding blanks; every integer option
+    of the CLI takes ``[+-]?[0-9]+`` and nothing else (a usage error, exit 2).
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the int; anything but ASCII digits (with a sign) is a usage error."""
+        if isinstance(value, str) and not _ASCII_INT.fullmatch(value):
+            self.fail(f"{value!r} is not a whole number (ASCII digits 0-9 only)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class AsciiFloatRange(click.FloatRange):
+    """A click float (with optional bounds) in ASCII only: no ``nan``, ``inf``, non-ASCII digits."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the float; anything but an ASCII decimal number is a usage error."""
+        if isinstance(value, str) and not _ASCII_FLOAT.fullmatch(value):
+            self.fail(f"{value!r} is not a number (ASCII digits, e.g. 0.1)", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def stdin_is_terminal() -> bool:

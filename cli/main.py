@@ -29,7 +29,7 @@ from .context import (
     DB_ENVVAR,
     DEFAULT_DB,
     CliContext,
-    NonEmptyPath,
+    DbPath,
     accept_db_after_command,
     get_cli,
     json_option,
@@ -63,7 +63,7 @@ def report_error(exc: StoreError, verbose: int) -> None:
 @click.group(cls=SqlstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
-    type=NonEmptyPath(path_type=Path),
+    type=DbPath(path_type=Path),
     envvar=DB_ENVVAR,
     default=DEFAULT_DB,
     show_default=True,

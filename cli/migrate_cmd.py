@@ -26,9 +26,10 @@ from sqlstore.migrate import (
     export_sessions,
     run_migration,
 )
+from sqlstore.sqlite.options import SQLITE_URL_PREFIX, parse_sqlite_url
 
 from . import render
-from .context import CliContext, NonEmptyPath, json_option, pass_cli
+from .context import AsciiIntRange, CliContext, NonEmptyPath, json_option, pass_cli
 
 WARNINGS_SHOWN = 20
 """Warnings listed in the human summary; ``--json`` has them all."""
@@ -107,7 +108,7 @@ def summary_lines(report: MigrationReport) -> Iterator[str]:
 )
 @click.option(
     "--batch",
-    type=click.IntRange(1, MIGRATE_BATCH_SESSIONS_MAX),
+    type=AsciiIntRange(1, MIGRATE_BATCH_SESSIONS_MAX),
     default=MIGRATE_BATCH_SESSIONS,
     show_default=True,
     help="Sessions per transaction.",
@@ -196,15 +197,15 @@ def _destination(cli: CliContext, target: str | None, dry_run: bool) -> Any:
         if dry_run and not os.path.exists(cli.db):
             return MemoryStore()  # inspect only: never create the file
         return cli.open_store(create=not dry_run, readonly=dry_run)
-    if dry_run:
-        path = _sqlite_path(target)
-        if path is not None:
-            if not Path(path).exists():
-                return MemoryStore()
-            return sqlstore.SQLiteStore(path, readonly=True)
     try:
+        if dry_run:
+            path = _sqlite_path(target)
+            if path is not None:
+                if not Path(path).exists():
+                    return MemoryStore()
+                return sqlstore.SQLiteStore(path, readonly=True)
         return sqlstore.open(target)
-    except ValueError as exc:
+    except ValueError as exc:  # a bad scheme, or an InvalidOption of a sqlite:/// URL
         raise click.BadParameter(str(exc), param_hint="'--to'") from None
 
 
@@ -212,8 +213,8 @@ def _sqlite_path(target: str) -> str | None:
     """The file a ``--to``/``--from`` value names, or None for memory/Redis URLs."""
     if target in ("memory:", "memory://") or target.startswith(("redis://", "rediss://")):
         return None
-    if target.startswith("sqlite:///"):
-        return target[len("sqlite:///") :]
+    if target.startswith(SQLITE_URL_PREFIX):
+        return parse_sqlite_url(target)[0]  # bad options: InvalidOption, a ValueError
     return None if "://" in target else target
 
 

@@ -28,7 +28,16 @@ from sqlstore.errors import StoreError, StoreFull
 from sqlstore.retention import DEFAULT_HISTORY_LIMIT, DEFAULT_JITTER, RoundResult, daemon_owner
 
 from . import render
-from .context import DURATION, CliContext, Refused, json_option, pass_cli, stdin_is_terminal
+from .context import (
+    DURATION,
+    AsciiFloatRange,
+    AsciiIntRange,
+    CliContext,
+    Refused,
+    json_option,
+    pass_cli,
+    stdin_is_terminal,
+)
 from .retention_render import history_lines, plan_lines, report_lines
 
 CONFIG_ENVVAR = "SQLSTORE_RETENTION_CONFIG"
@@ -169,7 +178,7 @@ def policy_for_prune(
 )
 @click.option(
     "--keep",
-    type=click.IntRange(min=0),
+    type=AsciiIntRange(min=0),
     default=0,
     help="Also keep at most N newest sessions per family (0: no cap).",
 )
@@ -307,7 +316,7 @@ def run_cmd(cli: CliContext, config_path: Path | None, dry_run: bool, take_over:
 )
 @click.option(
     "--jitter",
-    type=click.FloatRange(min=0, max=1, max_open=True),
+    type=AsciiFloatRange(min=0, max=1, max_open=True),
     default=DEFAULT_JITTER,
     show_default=True,
     help="Vary the interval by this fraction either way.",
@@ -353,7 +362,7 @@ def daemon_cmd(
 @retention_group.command("history")
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=AsciiIntRange(min=1),
     default=DEFAULT_HISTORY_LIMIT,
     show_default=True,
     help="Most recent sweeps to show.",

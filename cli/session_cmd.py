@@ -26,6 +26,7 @@ from sqlstore.ports import Store, checkpoints_of
 from . import checkpoint_render, render
 from .context import (
     DURATION,
+    AsciiIntRange,
     CliContext,
     Refused,
     json_option,
@@ -57,7 +58,7 @@ def parse_owner(subject: str | None, issuer: str | None) -> tuple[Principal | No
 @click.option("--newer-than", type=DURATION, help="Last written within this long.")
 @click.option(
     "--limit",
-    type=click.IntRange(min=0),
+    type=AsciiIntRange(min=0),
     default=LS_DEFAULT_LIMIT,
     show_default=True,
     help="Most rows to print (0: all).",
@@ -227,7 +228,7 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
 @click.argument("session_id", metavar="ID")
 @click.option("--after", default="", metavar="CURSOR", help="Start after this cursor.")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new records (Ctrl-C stops).")
-@click.option("--limit", type=click.IntRange(min=0), default=0, help="Most records (0: all).")
+@click.option("--limit", type=AsciiIntRange(min=0), default=0, help="Most records (0: all).")
 @click.option("--type", "types", multiple=True, metavar="TYPE", help="Only this event type.")
 @json_option
 @pass_cli

@@ -20,7 +20,7 @@ from sqlstore.errors import StoreError
 from sqlstore.sqlite import SQLiteStore
 
 from .checkpoint_render import checkpoint_lines, thread_conversation
-from .context import CliContext, pass_cli
+from .context import AsciiIntRange, CliContext, pass_cli
 from .retention_cmd import config_option, load
 from .session_cmd import latest_checkpoint
 
@@ -70,7 +70,7 @@ class CheckpointSource:
 
 @click.command("ui", short_help="Serve a read-only web viewer of the store.")
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--port", type=AsciiIntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a web browser.")
 @click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs --token).")
 @click.option(

@@ -32,6 +32,7 @@ from sqlstore.model import (
 )
 from sqlstore.session import Session
 from sqlstore.sqlite import SQLiteStore
+from sqlstore.sqlite.options import SQLITE_URL_PREFIX, merge_options, parse_sqlite_url
 
 if TYPE_CHECKING:  # the Redis backend is optional (extra `redis`); imported lazily by open()
     from sqlstore.redis import RedisStore
@@ -74,11 +75,14 @@ def open(target: str | os.PathLike[str], **options: Any) -> MemoryStore | SQLite
     or ``redis://host:port/db`` (``RedisStore``; needs the ``redis`` extra).
 
     Options go to the backend's constructor (for SQLite: ``durability``,
-    ``busy_timeout_ms``).
+    ``busy_timeout_ms``); a ``sqlite:///`` URL may carry them too
+    (``sqlite:///x.db?durability=normal&busy_timeout_ms=200``, see
+    :mod:`sqlstore.sqlite.options`).
 
     Raises:
         TypeError: ``target`` is neither a str nor a path object.
         ValueError: the URL scheme is not supported.
+        InvalidOption: an unknown, repeated or invalid option (nothing is created).
     """
     if isinstance(target, os.PathLike):
         target = os.fspath(target)
@@ -99,8 +103,9 @@ def open(target: str | os.PathLike[str], **options: Any) -> MemoryStore | SQLite
                 "redis:// URLs need the redis client: pip install 'sqlstore[redis]'"
             ) from exc
         return RedisStore(target, **options)
-    if target.startswith("sqlite:///"):
-        return SQLiteStore(target[len("sqlite:///") :], **options)
+    if target.startswith(SQLITE_URL_PREFIX):
+        path, from_url = parse_sqlite_url(target)
+        return SQLiteStore(path, **merge_options(from_url, options))
     if target.startswith("sqlite://"):
         raise ValueError("sqlite URLs are sqlite:///relative.db or sqlite:////absolute/path.db")
     if "://" in target:

@@ -20,15 +20,22 @@ newest first, and hands them here in append order):
   one, or one past the end → ``CursorMalformed``; one of an earlier generation
   of the log (or of a log that no longer exists) → ``CursorExpired``. An unknown
   id with ``before=""`` reads ``[]``.
+* ``read_data_before(id, before="", *, limit)`` — the same records as
+  ``read_before`` in lean form (:class:`sqlstore.events.DataPage`): each as
+  (position, type, data), no cursors or ``Event`` objects built, with the log's
+  generation to build the one cursor a caller pages on. For adapters that keep
+  their own records in event data and read the end of long logs on every call
+  (the OpenAI Agents session's ``get_items``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlstore.cursor import CursorEncoder, check_boundary, decode_cursor
-from sqlstore.events import LogRecord
-from sqlstore.model import validate_session_id
+from sqlstore.cursor import CursorEncoder, check_boundary, decode_cursor, parse_cursor
+from sqlstore.events import DataPage, LogRecord, decode_event, decode_type_and_data
+from sqlstore.model import JSON, validate_session_id
 from sqlstore.tail import RawRecord, to_record
 
 
@@ -72,6 +79,68 @@ def end_position(before: str, session_id: str, generation: str | None, length: i
     position = decode_cursor(before, session_id, generation)
     check_boundary(position, length)
     return position
+
+
+def tail_rows(session_id: str, generation: str, rows: Sequence[Sequence[Any]]) -> list[LogRecord]:
+    """Return the records of ``(…, pos, is_gap, body)`` rows given newest first, in append order.
+
+    The lean twin of :func:`tail_records` for a tail read: no intermediate
+    record objects; the same records, cursors and ``StoreCorrupt`` errors.
+    """
+    encoder = CursorEncoder(session_id, generation)
+    out: list[LogRecord] = []
+    for row in reversed(rows):
+        pos, is_gap, body = row[-3], row[-2], row[-1]
+        if is_gap:
+            out.append(to_record(session_id, encoder(pos), RawRecord(pos, True, body), False))
+            continue
+        try:
+            event = decode_event(body)
+        except (ValueError, KeyError, TypeError, RecursionError):
+            # Damaged bytes: the shared path raises its StoreCorrupt.
+            out.append(to_record(session_id, encoder(pos), RawRecord(pos, False, body), False))
+            continue
+        out.append(LogRecord("event", event, "", encoder(pos)))
+    return out
+
+
+def data_rows(session_id: str, generation: str | None, rows: Sequence[Sequence[Any]]) -> DataPage:
+    """Return the ``DataPage`` of ``(…, pos, is_gap, body)`` rows given newest first.
+
+    Raises:
+        StoreCorrupt: an event's stored bytes are damaged.
+    """
+    if not rows or generation is None:
+        return DataPage("", [])
+    out: list[tuple[int, str, dict[str, JSON] | None]] = []
+    for row in reversed(rows):
+        pos, is_gap, body = row[-3], row[-2], row[-1]
+        if is_gap:
+            out.append((pos, "", None))
+            continue
+        try:
+            kind, data = decode_type_and_data(body)
+        except (ValueError, KeyError, TypeError, RecursionError):
+            to_record(session_id, "", RawRecord(pos, False, body), False)  # raises StoreCorrupt
+            raise  # pragma: no cover - to_record raised
+        out.append((pos, kind, data))
+    return DataPage(generation, out)
+
+
+def data_page(session_id: str, records: Sequence[LogRecord]) -> DataPage:
+    """Return the ``DataPage`` of consecutive records of one backward read (append order).
+
+    For backends whose ``read_data_before`` is ``read_before`` reshaped.
+    """
+    if not records:
+        return DataPage("", [])
+    generation, last = parse_cursor(records[-1].cursor, session_id)
+    first = last - len(records) + 1
+    out: list[tuple[int, str, dict[str, JSON] | None]] = []
+    for pos, rec in enumerate(records, start=first):
+        event = rec.event
+        out.append((pos, "", None) if event is None else (pos, event.type, event.data))
+    return DataPage(generation, out)
 
 
 def tail_records(

@@ -210,6 +210,10 @@ class StoreMissing(StoreError):
     default_hint = "Create it with `sqlstore init`, or point --db (or SQLSTORE_DB) at the file."
 
 
+class InvalidOption(StoreError, ValueError):
+    """A store option (a keyword or a ``?name=value`` of a store URL) is unknown or invalid."""
+
+
 class UnsafePath(StoreError):
     """The database path is refused (for example its final component is a symlink)."""
 

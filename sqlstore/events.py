@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sqlstore.errors import InvalidEvent
 from sqlstore.model import JSON
@@ -103,10 +103,40 @@ def check_record_size(body: bytes, what: str) -> bytes:
     return body
 
 
+_DECODE_JSON = json.JSONDecoder().decode
+"""``json.loads`` of a ``str`` without its per-call checks (it keeps no state)."""
+
+
 def decode_event(body: bytes | str) -> Event:
-    """Decode bytes written by :func:`encode_event` (trusted: validated when written)."""
-    d = json.loads(body)
+    """Decode bytes written by :func:`encode_event` (trusted: validated when written).
+
+    Stored bodies are UTF-8 (``encode_event`` writes them), so bytes are decoded
+    as such rather than sniffed as ``json.loads`` would.
+    """
+    d = _DECODE_JSON(body.decode("utf-8") if isinstance(body, bytes) else body)
     return Event(d["type"], d["seq"], d["turn"], d["text"], d["run_id"], d["data"])
+
+
+def decode_type_and_data(body: bytes | str) -> tuple[str, dict[str, JSON]]:
+    """Return the type and ``data`` of an event body (no ``Event`` built; trusted bytes)."""
+    d = _DECODE_JSON(body.decode("utf-8") if isinstance(body, bytes) else body)
+    return d["type"], d["data"]
+
+
+class DataPage(NamedTuple):
+    """Records of a backward read in lean form (``EventLog.read_data_before``).
+
+    ``records`` are ``(position, type, data)`` in append order: the record's
+    1-based position in its log, the event's type and its ``data`` (the
+    caller's own objects); a gap is ``(position, "", None)``. ``generation`` is
+    the log's generation (``""`` when nothing was read); the cursor just after
+    record ``p`` is ``sqlstore.cursor.encode_cursor(session_id, generation, p)``,
+    so ``read_data_before(id, encode_cursor(id, page.generation, first))`` is
+    the page before one whose first record is ``first``.
+    """
+
+    generation: str
+    records: list[tuple[int, str, dict[str, JSON] | None]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterable
 
 from sqlstore.errors import StoreReadOnly, UnsafePath
 
@@ -15,6 +16,8 @@ def make_private_dirs(parent: str) -> list[str]:
 
     Returns the directories this call created, outermost first. A relative
     ``parent`` (``out``, ``./out``, ``a/b``) is created under the working directory.
+    When one cannot be created, those this call created are removed again
+    before the error is raised (a failed open leaves no directory behind).
 
     ``os.makedirs(mode=...)`` applies the mode to the last directory only; the
     intermediate ones would get 0777 minus the umask (world-writable under umask 0).
@@ -34,7 +37,25 @@ def make_private_dirs(parent: str) -> list[str]:
             break  # "." or "/" itself is missing or not a directory: mkdir reports it
         current = up
     created: list[str] = []
-    for directory in reversed(missing):
+    try:
+        _make_each(reversed(missing), created)
+    except BaseException:
+        remove_dirs(created)
+        raise
+    return created
+
+
+def remove_dirs(created: list[str]) -> None:
+    """Remove directories :func:`make_private_dirs` created (innermost first), if still empty."""
+    for directory in reversed(created):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return  # not empty (another process wrote into it) or gone: leave it and its parents
+
+
+def _make_each(directories: Iterable[str], created: list[str]) -> None:
+    for directory in directories:
         try:
             os.mkdir(directory, DIR_MODE)
         except FileExistsError:
@@ -51,6 +72,5 @@ def make_private_dirs(parent: str) -> list[str]:
                 f"cannot create directory {directory}: {exc.strerror}",
                 hint=hint if exc.errno == errno.ENAMETOOLONG else None,
             ) from exc
-        os.chmod(directory, DIR_MODE)
         created.append(directory)
-    return created
+        os.chmod(directory, DIR_MODE)

@@ -47,7 +47,7 @@ from sqlstore.checkpoints import (
     PruneStrategy,
     ThreadSummary,
 )
-from sqlstore.events import Event, LogRecord
+from sqlstore.events import DataPage, Event, LogRecord
 from sqlstore.history import RunRecord
 from sqlstore.imports import BatchEntry, ItemRow
 from sqlstore.inventory import Lease, Listing, Orphan, Page, SessionMeta, StoredSession
@@ -144,6 +144,9 @@ class EventLog(Protocol):
 
     def read_before(self, session_id: str, before: str, *, limit: int) -> builtins.list[LogRecord]:
         """Return at most ``limit`` records strictly before cursor ``before`` (``""`` = end)."""
+
+    def read_data_before(self, session_id: str, before: str = "", *, limit: int) -> DataPage:
+        """``read_before``'s records as (position, type, data): no cursors, no Event objects."""
 
     def read_after(
         self,
@@ -492,6 +495,17 @@ def history_of(store: object) -> SweepHistory | None:
     """Return the store's sweep history, or None when its backend keeps none."""
     history: SweepHistory | None = getattr(store, "history", None)
     return history
+
+
+def reads_in_process(store: object) -> bool:
+    """True when the store reads in this process, with no network round trip.
+
+    A store says so with a class attribute ``in_process = True`` (``SQLiteStore``:
+    a local file in WAL mode, whose readers never wait for its writer;
+    ``MemoryStore``). Async adapters may then run a small bounded read on the
+    event loop instead of paying a thread hop that costs more than the read.
+    """
+    return getattr(store, "in_process", False) is True
 
 
 def checkpoints_of(store: object) -> CheckpointStore | None:

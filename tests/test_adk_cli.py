@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 from freezegun import freeze_time
 from google.adk.events.event import Event
@@ -159,6 +160,29 @@ def test_uri_factory(tmp_path: Path) -> None:
             assert "sqlstore" in str(exc)
         else:
             raise AssertionError(f"{bad!r} was accepted")
+
+
+def test_uri_options_are_checked_and_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlstore: URIs carry store options after '?'; a bad one is InvalidOption, nothing made."""
+    from sqlstore.errors import InvalidOption
+
+    monkeypatch.chdir(tmp_path)
+    for bad in (f"sqlstore://{tmp_path / 'a.db'}?durability=bogus", "sqlstore:r.db?bogus=1"):
+        with pytest.raises(InvalidOption):
+            session_service_factory(bad)
+    assert list(tmp_path.iterdir()) == []
+    made = session_service_factory(f"sqlstore://{tmp_path / 'a.db'}?durability=normal")
+    assert made._store.db.durability == "normal"  # type: ignore[attr-defined]
+    asyncio.run(made.close())
+    rel = session_service_factory("sqlstore:r.db?busy_timeout_ms=100")
+    assert rel._store.db.busy_timeout_ms == 100  # type: ignore[attr-defined]
+    asyncio.run(rel.close())
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        "a.db",
+        "r.db",
+    ]
 
 
 def test_temp_state_is_never_stored(tmp_path: Path) -> None:

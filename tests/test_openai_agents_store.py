@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 import sqlstore
 from sqlstore.errors import InvalidSessionId, SessionNotFound, StoreError
+from sqlstore.events import DataPage
 from sqlstore.integrations.openai_agents import (
     ForeignSession,
     InvalidItem,
@@ -38,7 +40,11 @@ class CountingStore:
                     return attr
 
                 def counted(*args: Any, **kwargs: Any) -> Any:
-                    got = list(attr(*args, **kwargs))
+                    got = attr(*args, **kwargs)
+                    if isinstance(got, DataPage):
+                        outer.records_read += len(got.records)
+                        return got
+                    got = list(got)
                     outer.records_read += len(got)
                     return got
 
@@ -267,3 +273,102 @@ def test_async_store_is_shared(tmp_path: Path) -> None:
             return meta.title, items
 
     assert run(scenario()) == ("hello", [{"role": "user", "content": "hello"}])
+
+
+class ThreadRecordingStore(CountingStore):
+    """A real local store that records which thread reads its log and can hold a write."""
+
+    in_process = True
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.reader_threads: list[str] = []
+        self.hold = threading.Event()
+        self.holding = threading.Event()
+        self.hold.set()
+        outer = self
+        counted = self.events
+
+        class Events:
+            def __getattr__(self, name: str) -> Any:
+                attr = getattr(counted, name)
+                if name != "read_data_before":
+                    return attr
+
+                def recorded(*args: Any, **kwargs: Any) -> Any:
+                    outer.reader_threads.append(threading.current_thread().name)
+                    return attr(*args, **kwargs)
+
+                return recorded
+
+        self.events = Events()
+
+    def apply(self, *args: Any, **kwargs: Any) -> Any:
+        self.holding.set()
+        self.hold.wait(10)
+        return self.inner.apply(*args, **kwargs)
+
+
+def test_small_reads_of_a_local_store_run_on_the_loop(tmp_path: Path) -> None:
+    """get_items(n <= 100) reads on the event loop's thread; a whole-history read uses a worker."""
+    inner = sqlstore.open(str(tmp_path / "s.db"), durability="normal")
+    store = ThreadRecordingStore(inner)
+    session = SqlstoreSession("inline", store)
+    run(session.add_items([{"content": f"m{i}"} for i in range(150)]))
+    loop_thread = threading.current_thread().name
+    store.reader_threads.clear()
+    assert [i["content"] for i in run(session.get_items(2))] == ["m148", "m149"]
+    assert store.reader_threads == [loop_thread]
+    store.reader_threads.clear()
+    assert len(run(session.get_items(101))) == 101
+    assert len(run(session.get_items())) == 150
+    assert store.reader_threads and loop_thread not in store.reader_threads
+    session.close()
+    inner.close()
+
+
+def test_small_read_waits_in_a_thread_while_a_write_is_under_way(tmp_path: Path) -> None:
+    """While add_items holds the session, get_items(2) waits in a worker; the loop stays free."""
+    inner = sqlstore.open(str(tmp_path / "s.db"), durability="normal")
+    store = ThreadRecordingStore(inner)
+    session = SqlstoreSession("busy", store)
+    run(session.add_items([{"content": "first"}]))
+    store.hold.clear()
+    store.holding.clear()
+    ticks = 0
+
+    async def scenario() -> list[Any]:
+        nonlocal ticks
+        writer = asyncio.ensure_future(session.add_items([{"content": "second"}]))
+        while not store.holding.is_set():
+            await asyncio.sleep(0.001)
+        store.reader_threads.clear()
+        reader = asyncio.ensure_future(session.get_items(2))
+        for _ in range(20):  # the loop keeps running while the read waits for the write
+            await asyncio.sleep(0.001)
+            ticks += 1
+        assert not reader.done()
+        store.hold.set()
+        await writer
+        return await reader
+
+    got = run(scenario())
+    assert ticks == 20
+    assert [i["content"] for i in got] == ["first", "second"]
+    assert store.reader_threads and threading.current_thread().name not in store.reader_threads
+    session.close()
+    inner.close()
+
+
+def test_a_store_that_is_not_local_is_read_in_a_worker(tmp_path: Path) -> None:
+    """A store without ``in_process`` (a network store) never reads on the event loop."""
+    inner = sqlstore.open(str(tmp_path / "s.db"), durability="normal")
+    store = ThreadRecordingStore(inner)
+    store.in_process = False
+    session = SqlstoreSession("remote", store)
+    run(session.add_items([{"content": "x"}]))
+    store.reader_threads.clear()
+    assert len(run(session.get_items(1))) == 1
+    assert store.reader_threads and threading.current_thread().name not in store.reader_threads
+    session.close()
+    inner.close()

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from sqlstore.aio.records import AsyncRecords
 from sqlstore.aio.runner import Runner
 from sqlstore.audit import ToolCallRecord
-from sqlstore.events import Event, LogRecord
+from sqlstore.events import DataPage, Event, LogRecord
 from sqlstore.inventory import Lease, Listing, Orphan, Page, SessionMeta, StoredSession
 from sqlstore.model import Principal
 from sqlstore.ports import AuditTrail, EventLog, LeaseTable, SessionStore
@@ -138,6 +138,10 @@ class AsyncEvents:
     ) -> builtins.list[LogRecord]:
         """Return at most ``limit`` records strictly before cursor ``before``."""
         return await self._r.read(self.sync.read_before, session_id, before, limit=limit)
+
+    async def read_data_before(self, session_id: str, before: str = "", *, limit: int) -> DataPage:
+        """Return ``read_before``'s records as a lean ``DataPage``."""
+        return await self._r.read(self.sync.read_data_before, session_id, before, limit=limit)
 
     def read(self, session_id: str) -> AsyncRecords[Event]:
         """Stream the events of a log in append order, gaps skipped (an async iterator)."""

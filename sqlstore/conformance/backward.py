@@ -1,4 +1,5 @@
-"""``TailSuite``: ``events.read_tail`` and backward paging with ``events.read_before``.
+"""``TailSuite``: ``events.read_tail``, backward paging with ``events.read_before``, and
+its lean form ``events.read_data_before``.
 
 Pins the rules of :mod:`sqlstore.backward`: the newest records in append order
 with gaps and cursors, pages that walk back to the start without overlap, the
@@ -14,7 +15,7 @@ import pytest
 
 from sqlstore.conformance.base import SuiteBase
 from sqlstore.conformance.fixtures import numbered
-from sqlstore.cursor import encode_cursor
+from sqlstore.cursor import encode_cursor, parse_cursor
 from sqlstore.errors import CursorExpired, CursorMalformed, InvalidSessionId
 from sqlstore.events import Event, LogRecord
 from sqlstore.ports import Store
@@ -116,9 +117,59 @@ class TailSuite(SuiteBase):
         with pytest.raises(CursorExpired):
             store.events.read_before("conf-tail-expired", cursors[-1], limit=2)
 
+    def test_data_tail_matches_read_before(self, store: Store) -> None:
+        """read_data_before is read_before as (position, type, data); a gap is ("", None)."""
+        sid = "conf-data-tail"
+        store.events.append_events(sid, numbered(4, "d"))
+        store.events.append_gap(sid, "lost")
+        store.events.append_event(sid, Event(type="note", data={"k": [1, "two", None]}))
+        for limit in (1, 3, 100):
+            page = store.events.read_data_before(sid, limit=limit)
+            records = store.events.read_before(sid, "", limit=limit)
+            assert [pos for pos, _, _ in page.records] == [
+                _position(r.cursor, sid) for r in records
+            ]
+            assert [(kind, data) for _, kind, data in page.records] == [
+                ("", None) if r.event is None else (r.event.type, r.event.data) for r in records
+            ]
+            cursor = encode_cursor(sid, page.generation, page.records[-1][0])
+            assert cursor == records[-1].cursor
+        tail = store.events.read_data_before(sid, limit=2).records
+        assert tail == [(5, "", None), (6, "note", {"k": [1, "two", None]})]
+
+    def test_data_pages_walk_back_without_overlap(self, store: Store) -> None:
+        """Pages of read_data_before, each before its predecessor's first record, cover the log."""
+        sid = "conf-data-page"
+        store.events.append_events(sid, numbered(PAGED_RECORDS, "p"))
+        seen: list[int] = []
+        page = store.events.read_data_before(sid, limit=PAGE)
+        while page.records:
+            seen[:0] = [pos for pos, _, _ in page.records]
+            before = encode_cursor(sid, page.generation, page.records[0][0])
+            page = store.events.read_data_before(sid, before, limit=PAGE)
+        assert seen == list(range(1, PAGED_RECORDS + 1))
+
+    def test_data_tail_errors_are_read_befores(self, store: Store) -> None:
+        """Unknown id → empty page; bad limits, foreign and expired cursors raise as read_before."""
+        assert store.events.read_data_before("conf-data-none", limit=3).records == []
+        with pytest.raises(ValueError, match="limit"):
+            store.events.read_data_before("conf-data-none", limit=0)
+        other = store.events.append_events("conf-data-other", numbered(2))
+        cursors = store.events.append_events("conf-data-err", numbered(3))
+        with pytest.raises(CursorMalformed):
+            store.events.read_data_before("conf-data-err", other[0], limit=2)
+        self.reset_log(store, "conf-data-err")
+        with pytest.raises(CursorExpired):
+            store.events.read_data_before("conf-data-err", cursors[-1], limit=2)
+
 
 def _with_position(cursor: str, session_id: str, position: int) -> str:
     """Return a cursor of the same log generation as ``cursor`` but at ``position``."""
     raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     generation = json.loads(raw)["g"]
     return encode_cursor(session_id, generation, position)
+
+
+def _position(cursor: str, session_id: str) -> int:
+    """Return the position a cursor names."""
+    return parse_cursor(cursor, session_id)[1]

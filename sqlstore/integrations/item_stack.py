@@ -12,7 +12,9 @@ whatever is newest at ``p - 1``: the record at ``p - 1`` if it is an item, the
 ``p - 2``. Reading the newest ``n`` items therefore costs ``n`` records plus one
 index seek per pop they span, however long the history is.
 
-Positions come from the records' cursors (:func:`sqlstore.cursor.parse_cursor`).
+Reads from the end use ``read_data_before`` (positions, types and data, no
+cursor built per record); a forward replay takes positions from the records'
+cursors (:func:`sqlstore.cursor.parse_cursor`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from sqlstore.cursor import encode_cursor, parse_cursor
-from sqlstore.events import Event, LogRecord
+from sqlstore.events import DataPage, Event, LogRecord
+from sqlstore.model import JSON
 from sqlstore.ports import EventLog
 
 ITEM_EVENT = "openai_agents.item"
@@ -32,35 +35,35 @@ POP_EVENT = "openai_agents.pop"
 READ_ALL_CHUNK_RECORDS = 1_000
 """Records fetched per backward read when the whole list is wanted."""
 
-ReadBefore = Callable[[str, int], Sequence[LogRecord]]
+ReadData = Callable[[str, int], DataPage]
+
+ItemData = dict[str, JSON]
+"""The ``data`` of an item record (``{"item": …}`` or ``{"item_json": …}``)."""
 
 
-def newest(log: EventLog, session_id: str, limit: int | None) -> list[tuple[int, Event]]:
-    """Return up to ``limit`` live items, newest first, as (position, item event).
+def newest(log: EventLog, session_id: str, limit: int | None) -> list[tuple[int, ItemData]]:
+    """Return up to ``limit`` live items, newest first, as (position, the item record's data).
 
     ``limit=None`` returns every live item. Reads happen in separate short
-    transactions; records never change, so the answer is the list as it was
-    at the first read, unless the log is deleted meanwhile (then the store
-    raises ``CursorExpired`` and the caller reads again).
+    transactions (``read_data_before``: no cursor or ``Event`` built per
+    record); records never change, so the answer is the list as it was at the
+    first read, unless the log is deleted meanwhile (then the store raises
+    ``CursorExpired`` and the caller reads again).
     """
 
-    def read_before(before: str, count: int) -> Sequence[LogRecord]:
-        if before == "":
-            return log.read_tail(session_id, count)
-        return log.read_before(session_id, before, limit=count)
+    def read(before: str, count: int) -> DataPage:
+        return log.read_data_before(session_id, before, limit=count)
 
-    return list(_walk(session_id, read_before, limit))
+    return list(_walk(session_id, read, limit))
 
 
-def _walk(
-    session_id: str, read_before: ReadBefore, limit: int | None
-) -> Iterator[tuple[int, Event]]:
+def _walk(session_id: str, read: ReadData, limit: int | None) -> Iterator[tuple[int, ItemData]]:
     wanted = READ_ALL_CHUNK_RECORDS if limit is None else limit
     if wanted <= 0:
         return
     found = 0
     generation = ""
-    chunk: dict[int, LogRecord] = {}
+    chunk: dict[int, tuple[str, ItemData | None]] = {}
     want: int | None = None  # the position to interpret next; None: the last record
     before = ""
     while want is None or want > 0:
@@ -68,27 +71,24 @@ def _walk(
             if want is not None:
                 before = encode_cursor(session_id, generation, want + 1)
             count = wanted - found if limit is not None else READ_ALL_CHUNK_RECORDS
-            records = read_before(before, max(count, 1))
-            if not records:
+            page = read(before, max(count, 1))
+            if not page.records:
                 return
-            # A backward read returns consecutive records: one parsed cursor gives every position.
-            generation, last = parse_cursor(records[-1].cursor, session_id)
-            first = last - len(records) + 1
-            chunk = dict(zip(range(first, last + 1), records, strict=True))
+            generation = page.generation
+            chunk = {pos: (kind, data) for pos, kind, data in page.records}
             if want is None:
-                want = max(chunk)
+                want = page.records[-1][0]
             elif want not in chunk:
                 raise AssertionError(f"log position {want} was not returned")  # pragma: no cover
-        rec = chunk[want]
-        event = rec.event
-        if event is not None and event.type == ITEM_EVENT:
-            yield want, event
+        kind, data = chunk[want]
+        if kind == ITEM_EVENT and data is not None:
+            yield want, data
             found += 1
             if limit is not None and found >= limit:
                 return
             want -= 1
-        elif event is not None and event.type == POP_EVENT:
-            top = event.data.get("top")
+        elif kind == POP_EVENT and data is not None:
+            top = data.get("top")
             want = top if isinstance(top, int) and 0 <= top < want else 0
         else:
             want -= 1

@@ -91,15 +91,20 @@ def item_events(items: Sequence[object], *, careful: bool = False) -> list[Event
 
 
 def item_of(event: Event) -> dict[str, Any]:
-    """Return the item an ``openai_agents.item`` event carries.
+    """Return the item an ``openai_agents.item`` event carries (see :func:`item_of_data`)."""
+    return item_of_data(event.data)
+
+
+def item_of_data(data: Mapping[str, JSON]) -> dict[str, Any]:
+    """Return the item held in an ``openai_agents.item`` record's ``data``.
 
     Every backend decodes a record from its stored bytes on each read, so the
     item is the caller's own object, shared with no one.
     """
-    item = event.data.get("item")
+    item = data.get("item")
     if isinstance(item, dict):
         return item
-    text = event.data.get("item_json")
+    text = data.get("item_json")
     return json.loads(text) if isinstance(text, str) else {}
 
 

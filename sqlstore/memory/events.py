@@ -8,10 +8,10 @@ import time
 from collections.abc import Iterator, Sequence
 
 from sqlstore import clock
-from sqlstore.backward import check_request, end_position, tail_records
+from sqlstore.backward import check_request, data_page, end_position, tail_records
 from sqlstore.changes import prepare
 from sqlstore.cursor import encode_cursor, new_generation
-from sqlstore.events import Event, LogRecord, check_record_size, encode_event
+from sqlstore.events import DataPage, Event, LogRecord, check_record_size, encode_event
 from sqlstore.memory.state import Log, MemoryState
 from sqlstore.memory.units import apply_changes
 from sqlstore.model import validate_session_id
@@ -116,6 +116,10 @@ class MemoryEvents:
             end = end_position(before, session_id, generation, len(records))
             found = records[max(0, end - 1 - limit) : max(0, end - 1)]
         return tail_records(session_id, generation, found)
+
+    def read_data_before(self, session_id: str, before: str = "", *, limit: int) -> DataPage:
+        """Return ``read_before``'s records as a lean ``DataPage`` (see ``sqlstore.backward``)."""
+        return data_page(session_id, self.read_before(session_id, before, limit=limit))
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Yield the events in append order, skipping gaps."""

@@ -38,6 +38,8 @@ class MemoryStore(Closeable):
     """
 
     housekeeping: None = None
+    in_process = True
+    """Reads are in this process (``sqlstore.ports.reads_in_process``)."""
 
     def __init__(self) -> None:
         self._state = MemoryState()

@@ -22,11 +22,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlstore import clock
-from sqlstore.backward import check_request, end_position, row_limit, tail_records
+from sqlstore.backward import check_request, data_page, end_position, row_limit, tail_records
 from sqlstore.changes import prepare
 from sqlstore.cursor import encode_cursor, new_generation
 from sqlstore.errors import CursorExpired
-from sqlstore.events import Event, LogRecord, check_record_size, encode_event
+from sqlstore.events import DataPage, Event, LogRecord, check_record_size, encode_event
 from sqlstore.model import validate_session_id
 from sqlstore.redis import keys
 from sqlstore.redis.connection import Connection
@@ -213,6 +213,10 @@ class RedisEvents:
             )
         found = [_raw(entry_id, _pairs(fields)) for entry_id, fields in reversed(entries)]
         return tail_records(session_id, generation, found)
+
+    def read_data_before(self, session_id: str, before: str = "", *, limit: int) -> DataPage:
+        """Return ``read_before``'s records as a lean ``DataPage`` (see ``sqlstore.backward``)."""
+        return data_page(session_id, self.read_before(session_id, before, limit=limit))
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Yield the events of a log in append order, gaps skipped; unknown id → empty."""

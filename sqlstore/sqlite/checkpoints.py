@@ -113,7 +113,12 @@ def _entries(conn: apsw.Connection, records: list[CheckpointRecord]) -> list[Che
 
 
 def _ensure_session(conn: apsw.Connection, thread_id: str, session: Session | None) -> None:
-    """Move the session's modified_at (version + 1); create it from ``session`` if missing."""
+    """Move the session's modified_at (version + 1); create it from ``session`` if missing.
+
+    A deletion of the id still in steps is finished first, as for every write
+    under a deleted id (:mod:`sqlstore.sqlite.deletion`): the write starts a new thread.
+    """
+    rows.finish_pending_deletion(conn, thread_id)
     now_ns = clock.now_ns()
     if rows.touch_session(conn, thread_id, now_ns) is None and session is not None:
         rows.put_snapshot(conn, session, snapshot.encode(session), now_ns)
@@ -210,13 +215,6 @@ def _delete_checkpoints(conn: apsw.Connection, keys: Sequence[tuple[str, str, st
         _collect_garbage(conn, sid, ns)
 
 
-def delete_thread_rows(conn: apsw.Connection, thread_id: str) -> None:
-    """Delete every checkpoint, blob and write of a thread (inside the caller's transaction)."""
-    conn.execute("DELETE FROM checkpoint_writes WHERE session_id = ?", (thread_id,))
-    conn.execute("DELETE FROM checkpoint_blobs WHERE session_id = ?", (thread_id,))
-    conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (thread_id,))
-
-
 class SQLiteCheckpoints:
     """Checkpoints, channel blobs and pending writes of threads (sessions)."""
 
@@ -282,6 +280,7 @@ class SQLiteCheckpoints:
             return
 
         def op(conn: apsw.Connection) -> None:
+            rows.finish_pending_deletion(conn, thread_id)  # see _ensure_session
             rows.touch_session(conn, thread_id, clock.now_ns())
             conn.executemany(sql, values)
 
@@ -388,6 +387,7 @@ class SQLiteCheckpoints:
             raise InvalidCheckpoint("copy_thread needs two different thread ids")
 
         def op(conn: apsw.Connection) -> int:
+            rows.finish_pending_deletion(conn, target)  # before the copy lands (_ensure_session)
             conn.execute(
                 f"INSERT OR REPLACE INTO checkpoints ({_COLUMNS}, run_id) "
                 "SELECT ?, ns, checkpoint_id, parent_id, type, body, metadata, versions, run_id "
@@ -441,7 +441,7 @@ class SQLiteCheckpoints:
                         "SELECT count(*) FROM checkpoints WHERE session_id = ?", (thread_id,)
                     ).fetchone()
                     count = int(row[0]) if row else 0
-                    delete_thread_rows(conn, thread_id)
+                    rows.delete_checkpoint_rows(conn, thread_id)
                 else:
                     stale = [
                         (thread_id, ns, cid)
@@ -486,7 +486,8 @@ class SQLiteCheckpoints:
             ]  # fmt: skip
 
         def op(conn: apsw.Connection) -> None:
-            delete_thread_rows(conn, thread_id)
+            rows.finish_pending_deletion(conn, thread_id)
+            rows.delete_checkpoint_rows(conn, thread_id)
             conn.executemany(_INSERT_CHECKPOINT, records)
             conn.executemany(_INSERT_BLOB, blob_rows)
             conn.executemany(

@@ -29,7 +29,8 @@ from sqlstore.errors import (
     StoreReadOnly,
     UnsafePath,
 )
-from sqlstore.files import make_private_dirs
+from sqlstore.files import make_private_dirs, remove_dirs
+from sqlstore.sqlite.options import check_store_options
 from sqlstore.sqlite.translate import translated
 
 Durability = Literal["full", "normal"]
@@ -87,16 +88,18 @@ def prepare_path(path: str | os.PathLike[str], *, create: bool, exclusive: bool 
         return text
     if not create:
         raise StoreMissing(f"no database at {text}")
+    created = make_private_dirs(os.path.dirname(os.path.abspath(text)))
     try:
-        make_private_dirs(os.path.dirname(os.path.abspath(text)))
         fd = os.open(text, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     except FileExistsError:
         if exclusive:
             raise
         return text  # another process created it first; the schema step sorts it out
     except PermissionError as exc:
+        remove_dirs(created)  # a failed open leaves nothing behind
         raise StoreReadOnly(f"cannot create {text}: {exc.strerror}") from exc
     except OSError as exc:  # a name too long, a path through a file, ...
+        remove_dirs(created)
         raise path_error(text, exc) from exc
     try:
         os.fchmod(fd, FILE_MODE)
@@ -174,8 +177,7 @@ def open_connection(
     checkpoints on close, so reading a file (even one with a crashed writer's WAL)
     leaves every byte of it and of its WAL as it was.
     """
-    if durability not in ("full", "normal"):
-        raise ValueError(f"durability must be 'full' or 'normal', not {durability!r}")
+    check_store_options(durability, busy_timeout_ms)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     with translated(path):
         conn = apsw.Connection(path, flags=flags)

@@ -62,7 +62,8 @@ import apsw
 
 from sqlstore.errors import StoreClosed, StoreForked, StoreReadOnly
 from sqlstore.sqlite.connection import Durability, ensure_schema, open_connection, prepare_path
-from sqlstore.sqlite.translate import translate, translated
+from sqlstore.sqlite.options import check_store_options
+from sqlstore.sqlite.translate import UNTRANSLATED, translate, translated
 
 T = TypeVar("T")
 
@@ -228,6 +229,7 @@ class Database:
         create: bool,
         readonly: bool = False,
     ) -> None:
+        check_store_options(durability, busy_timeout_ms)  # before anything is created
         self.path = prepare_path(path, create=create and not readonly)
         self._opened_at_fork = _forks
         self._opened_by = os.getpid()
@@ -516,6 +518,23 @@ class Database:
         try:
             with translated(self.path):
                 yield conn
+        finally:
+            self._give_reader(conn)
+
+    def read_statement(self, sql: str, bindings: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Return every row of one statement on a pooled connection.
+
+        One statement is its own read transaction (one consistent snapshot), so
+        no ``BEGIN``/``COMMIT`` is issued: the cheapest read there is, for hot
+        bounded reads such as a log's tail.
+        """
+        conn = self._take_reader()
+        try:
+            return conn.execute(sql, bindings).fetchall()
+        except UNTRANSLATED:
+            raise
+        except apsw.Error as exc:
+            raise translate(exc, self.path) from exc
         finally:
             self._give_reader(conn)
 

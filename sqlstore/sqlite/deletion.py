@@ -6,13 +6,17 @@ and every other writer of every process waited that long. A session with more
 than ``DELETE_STEP_ROWS`` event and audit rows is therefore deleted in steps:
 
 1. **Unpublish** (one transaction, the one that checks ``delete_if_unchanged``'s
-   condition): the snapshot, the inventory row, the log head (``event_logs``) and
-   any ``orphans`` row go, exactly as a one-transaction delete removes them, and a
-   ``deletions`` row names the id. From this commit on no reader sees anything of
-   the session: ``load``/``meta`` raise ``SessionNotFound``, listings and orphans
-   leave it out, its log reads empty (a log is read through its head), and audit
-   reads skip the ids in ``deletions``. Nobody can delete it again either: there is
-   no row left to delete (``delete`` is a no-op, ``delete_if_unchanged`` False).
+   condition): the snapshot, the inventory row, the log head (``event_logs``), any
+   ``orphans`` row and a LangGraph thread's checkpoints, blobs and pending writes
+   go, exactly as a one-transaction delete removes them, and a ``deletions`` row
+   names the id. (Checkpoint rows are deleted here, not in steps: readers reach
+   them by key, not through a head, so they would stay readable otherwise; their
+   number does not decide whether a deletion is stepped.) From this commit on
+   no reader sees anything of the session: ``load``/``meta`` raise
+   ``SessionNotFound``, listings and orphans leave it out, its log reads empty (a
+   log is read through its head), checkpoint reads find nothing, and audit reads
+   skip the ids in ``deletions``. Nobody can delete it again either: there is no
+   row left to delete (``delete`` is a no-op, ``delete_if_unchanged`` False).
 2. **Steps** (:func:`~sqlstore.sqlite.rows.delete_step`, one transaction each,
    ``rows.DELETE_STEP_ROWS`` rows at most, a
    ``DELETE_STEP_PAUSE_S`` pause between them so other processes' writers take
@@ -31,12 +35,16 @@ row and some unreachable rows; opening the store for writing finishes every
 pending deletion (in steps), and so does a later ``delete`` of that id.
 Nothing half-deleted is ever visible in between.
 
-**Writes under the id meanwhile.** A save, a new log or an audit record under an
+**Writes under the id meanwhile.** A save, a new log, an audit record, a
+checkpoint ``put``/``put_writes`` (or a thread copied or imported onto it) under an
 id whose deletion is pending first finishes that deletion inside its own
 transaction (:func:`~sqlstore.sqlite.rows.finish_pending_deletion`), so old
 rows never mix with new ones: the new session starts from nothing, with a new
-log generation. That one write may hold the lock for the rest of the deletion;
-it only happens when a session is written while it is being deleted.
+log generation, and a checkpoint put after the delete is the first checkpoint
+of a new thread (without ``session=`` it is an orphan, as after a one-step
+delete), never joined to what was deleted. That one write may hold the lock
+for the rest of the deletion; it only happens when a session is written while
+it is being deleted.
 """
 
 from __future__ import annotations
@@ -84,6 +92,7 @@ def start(conn: apsw.Connection, session_id: str, now_ns: int) -> bool:
         rows.delete_session_rows(conn, session_id)
         return False
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
+    rows.delete_checkpoint_rows(conn, session_id)
     rows.unpublish(conn, session_id)
     conn.execute(
         "INSERT INTO deletions (session_id, started_at_ns) VALUES (?, ?)", (session_id, now_ns)

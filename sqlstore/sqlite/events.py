@@ -9,10 +9,17 @@ from collections.abc import Iterator, Sequence
 import apsw
 
 from sqlstore import clock
-from sqlstore.backward import check_request, end_position, row_limit, tail_records
+from sqlstore.backward import (
+    check_request,
+    data_rows,
+    end_position,
+    row_limit,
+    tail_records,
+    tail_rows,
+)
 from sqlstore.changes import prepare
 from sqlstore.cursor import encode_cursor
-from sqlstore.events import Event, LogRecord, check_record_size, encode_event
+from sqlstore.events import DataPage, Event, LogRecord, check_record_size, encode_event
 from sqlstore.model import validate_session_id
 from sqlstore.sqlite import rows
 from sqlstore.sqlite.database import Database, Follower
@@ -49,6 +56,23 @@ TAIL_SQL = (
     "ORDER BY pos DESC LIMIT ?"
 )
 """The records before a position, newest first: a seek on the (session_id, pos) key."""
+
+
+TAIL_END_SQL = (
+    "SELECT l.generation, e.pos, e.is_gap, e.body FROM events AS e "
+    "JOIN event_logs AS l ON l.session_id = e.session_id AND e.pos <= l.length "
+    "WHERE e.session_id = ? ORDER BY e.pos DESC LIMIT ?"
+)
+"""The last records of a log with its generation, newest first: one statement (so one
+consistent snapshot without BEGIN/COMMIT) and one seek on the (session_id, pos) key."""
+
+
+def _fetch_tail(db: Database, session_id: str, limit: int) -> list[LogRecord]:
+    """Read the last ``limit`` records of a log in one statement; append order."""
+    found = db.read_statement(TAIL_END_SQL, (session_id, row_limit(limit)))
+    if not found:
+        return []
+    return tail_rows(session_id, str(found[0][0]), found)
 
 
 def _fetch_before(
@@ -205,10 +229,24 @@ class SQLiteEvents:
             InvalidSessionId, TypeError, ValueError: bad arguments (``limit`` < 1).
         """
         check_request(session_id, before, limit)
+        if before == "":
+            return _fetch_tail(self._db, session_id, limit)
         generation, found = self._db.read(
             lambda conn: _fetch_before(conn, session_id, before, limit)
         )
         return tail_records(session_id, generation, found)
+
+    def read_data_before(self, session_id: str, before: str = "", *, limit: int) -> DataPage:
+        """Return ``read_before``'s records as a lean ``DataPage`` (see ``sqlstore.backward``).
+
+        The tail (``before=""``) is one statement; errors as ``read_before``.
+        """
+        check_request(session_id, before, limit)
+        if before == "":
+            found = self._db.read_statement(TAIL_END_SQL, (session_id, row_limit(limit)))
+            return data_rows(session_id, str(found[0][0]) if found else None, found)
+        generation, raw = self._db.read(lambda conn: _fetch_before(conn, session_id, before, limit))
+        return data_rows(session_id, generation, [(r.pos, r.is_gap, r.body) for r in reversed(raw)])
 
     def read(self, session_id: str) -> Iterator[Event]:
         """Yield the events of a log in append order, gaps skipped; unknown id → empty."""

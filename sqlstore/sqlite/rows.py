@@ -73,9 +73,23 @@ def finish_pending_deletion(conn: apsw.Connection, session_id: str) -> None:
             pass
 
 
-def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_at_ns: int) -> int:
-    """Insert or replace a snapshot row; return its new version."""
-    finish_pending_deletion(conn, session.id)
+def put_snapshot(
+    conn: apsw.Connection,
+    session: Session,
+    blob: bytes,
+    modified_at_ns: int,
+    *,
+    row_exists: bool = False,
+) -> int:
+    """Insert or replace a snapshot row; return its new version.
+
+    ``row_exists``: the caller read the session's row in this transaction. A
+    session with a row has no pending deletion and no orphan row (a deletion
+    removes the row first; an orphan is an id without one), so those two
+    statements are skipped.
+    """
+    if not row_exists:
+        finish_pending_deletion(conn, session.id)
     version = next_snapshot_version(conn, session.id)
     owner = session.owner
     conn.execute(
@@ -83,35 +97,61 @@ def put_snapshot(conn: apsw.Connection, session: Session, blob: bytes, modified_
         "ON CONFLICT (id) DO UPDATE SET body = excluded.body",
         (session.id, blob),
     )
-    conn.execute(
-        "INSERT INTO sessions (id, state, kind, relationship, owner, owner_key, "
-        "created_at_ns, title, model_id, turns, estimated_bytes, modified_at_ns, version) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET state = excluded.state, "
-        "kind = excluded.kind, relationship = excluded.relationship, owner = excluded.owner, "
-        "owner_key = excluded.owner_key, created_at_ns = excluded.created_at_ns, "
-        "title = excluded.title, model_id = excluded.model_id, turns = excluded.turns, "
-        "estimated_bytes = excluded.estimated_bytes, modified_at_ns = excluded.modified_at_ns, "
-        "version = excluded.version",
-        (
-            session.id,
-            str(session.state),
-            str(session.kind),
-            canonical_json(session.relationship.to_json()),
-            None if owner is None else canonical_json(owner.to_json()),
-            None if owner is None else scope_key(owner, True),
-            clock.to_ns(session.created_at),
-            session.title,
-            session.model_id,
-            session.counters.turns,
-            len(blob),
-            modified_at_ns,
-            version,
-        ),
+    values = (
+        str(session.state),
+        str(session.kind),
+        canonical_json(session.relationship.to_json()),
+        None if owner is None else canonical_json(owner.to_json()),
+        None if owner is None else scope_key(owner, True),
+        clock.to_ns(session.created_at),
+        session.title,
+        session.model_id,
+        session.counters.turns,
+        len(blob),
+        modified_at_ns,
+        version,
     )
-    conn.execute("DELETE FROM orphans WHERE session_id = ?", (session.id,))
+    if row_exists:
+        _update_inventory(conn, session.id, values)
+    else:
+        conn.execute(
+            "INSERT INTO sessions (id, state, kind, relationship, owner, owner_key, "
+            "created_at_ns, title, model_id, turns, estimated_bytes, modified_at_ns, version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET state = excluded.state, "
+            "kind = excluded.kind, relationship = excluded.relationship, owner = excluded.owner, "
+            "owner_key = excluded.owner_key, created_at_ns = excluded.created_at_ns, "
+            "title = excluded.title, model_id = excluded.model_id, turns = excluded.turns, "
+            "estimated_bytes = excluded.estimated_bytes, "
+            "modified_at_ns = excluded.modified_at_ns, version = excluded.version",
+            (session.id, *values),
+        )
+    if not row_exists:
+        conn.execute("DELETE FROM orphans WHERE session_id = ?", (session.id,))
     bump_inventory_generation(conn)
     return version
+
+
+def _update_inventory(conn: apsw.Connection, session_id: str, values: tuple[Any, ...]) -> None:
+    """Update an existing inventory row, rewriting only the indexes whose columns change.
+
+    SQLite rewrites an index entry whenever its column is assigned, even to the
+    same value; state, kind, relationship and owner (three indexes) rarely
+    change on a save, so they are assigned only when they differ — a snapshot
+    save then dirties the row's page and ``sessions_by_modified`` alone.
+    """
+    state, kind, relationship, owner, owner_key, *rest = values
+    conn.execute(
+        "UPDATE sessions SET created_at_ns = ?, title = ?, model_id = ?, turns = ?, "
+        "estimated_bytes = ?, modified_at_ns = ?, version = ? WHERE id = ?",
+        (*rest, session_id),
+    )
+    conn.execute(
+        "UPDATE sessions SET state = ?1, kind = ?2, relationship = ?3, owner = ?4, "
+        "owner_key = ?5 WHERE id = ?6 AND (state IS NOT ?1 OR kind IS NOT ?2 OR "
+        "relationship IS NOT ?3 OR owner IS NOT ?4 OR owner_key IS NOT ?5)",
+        (state, kind, relationship, owner, owner_key, session_id),
+    )
 
 
 def session_exists(conn: apsw.Connection, session_id: str) -> bool:
@@ -144,13 +184,17 @@ def touch_session(conn: apsw.Connection, session_id: str, now_ns: int) -> int | 
 def delete_session_rows(conn: apsw.Connection, session_id: str) -> bool:
     """Delete events, log head, audit, checkpoint data and snapshot; True if a snapshot existed."""
     conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
-    # A LangGraph thread's checkpoint data (issue 17) goes with its session.
-    conn.execute("DELETE FROM checkpoint_writes WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM checkpoint_blobs WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (session_id,))
+    delete_checkpoint_rows(conn, session_id)  # a LangGraph thread goes with its session
     conn.execute("DELETE FROM event_logs WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
     return unpublish(conn, session_id)
+
+
+def delete_checkpoint_rows(conn: apsw.Connection, thread_id: str) -> None:
+    """Delete every checkpoint, blob and pending write of a thread (issue 17)."""
+    conn.execute("DELETE FROM checkpoint_writes WHERE session_id = ?", (thread_id,))
+    conn.execute("DELETE FROM checkpoint_blobs WHERE session_id = ?", (thread_id,))
+    conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (thread_id,))
 
 
 def unpublish(conn: apsw.Connection, session_id: str) -> bool:

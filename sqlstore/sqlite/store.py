@@ -51,9 +51,15 @@ class SQLiteStore(Closeable):
     group-committed (one transaction and one fsync for all that wait).
 
     Raises:
+        InvalidOption: ``durability`` or ``busy_timeout_ms`` is invalid (checked
+            before the path is touched: nothing is created).
         UnsafePath, StoreMissing, StoreCorrupt, ForeignDatabase, SchemaTooNew,
         StoreReadOnly: the file cannot be used (see ``sqlstore.errors``).
     """
+
+    in_process = True
+    """Reads are local (``sqlstore.ports.reads_in_process``): WAL readers never wait for
+    the writer."""
 
     def __init__(
         self,

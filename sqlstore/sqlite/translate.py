@@ -22,7 +22,8 @@ from sqlstore.errors import (
     StoreReadOnly,
 )
 
-_UNTRANSLATED = (apsw.SQLError, apsw.BindingsError, apsw.ThreadingViolationError)
+UNTRANSLATED = (apsw.SQLError, apsw.BindingsError, apsw.ThreadingViolationError)
+"""apsw errors that are programming errors, raised as they are (not store errors)."""
 
 _CODE_TEXT: dict[type[apsw.Error], str] = {
     apsw.FullError: "database or disk is full",
@@ -77,7 +78,7 @@ def translated(path: str) -> Iterator[None]:
     """Translate apsw errors raised inside the block (``raise ... from``)."""
     try:
         yield
-    except _UNTRANSLATED:
+    except UNTRANSLATED:
         raise
     except apsw.Error as exc:
         raise translate(exc, path) from exc

@@ -33,6 +33,7 @@ def apply_changes(conn: apsw.Connection, changes: ChangeSet) -> Applied:
             (raised before anything is written; the caller rolls back anyway).
     """
     session_id = changes.session_id
+    stored: int | None = None
     if changes.expected_version is not None or changes.empty:
         # An unconditional unit that writes needs no read: the touch returns the version.
         stored = stored_version(conn, session_id)
@@ -58,7 +59,13 @@ def apply_changes(conn: apsw.Connection, changes: ChangeSet) -> Applied:
         merge_scopes(conn, changes.scopes, now_ns)
     if changes.snapshot is not None:
         assert changes.blob is not None
-        version: int | None = rows.put_snapshot(conn, changes.snapshot, changes.blob, now_ns)
+        version: int | None = rows.put_snapshot(
+            conn,
+            changes.snapshot,
+            changes.blob,
+            now_ns,
+            row_exists=changes.expected_version is not None and stored is not None,
+        )
     elif changes.events or changes.audit:
         version = rows.touch_session(conn, session_id, now_ns)
     else:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import secrets
 import signal
 import threading
 import webbrowser
@@ -110,7 +111,12 @@ def serve(
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve ``viewer`` until SIGINT/SIGTERM; closes the store before returning."""
-    bound = GuardConfig(host=guard.host, port=port, token=guard.token, loopback=guard.loopback)
+    # --open never puts the token on the browser's command line (other local users
+    # can read it): the browser gets a one-time launch code (see sqlstore.ui.security).
+    launch = secrets.token_urlsafe(24) if open_browser and guard.token else None
+    bound = GuardConfig(
+        host=guard.host, port=port, token=guard.token, loopback=guard.loopback, launch=launch
+    )
     app = create_app(viewer, bound)
     config = uvicorn.Config(
         app,
@@ -132,7 +138,7 @@ def serve(
         if server.started:
             announce(f"sqlstore ui: serving {viewer.store.path} read-only at {url} (Ctrl-C stops)")
             if open_browser:
-                webbrowser.open(url + (f"?token={guard.token}" if guard.token else ""))
+                webbrowser.open(url + (f"?launch={launch}" if launch else ""))
 
     threading.Thread(target=when_started, name="sqlstore-ui-started", daemon=True).start()
     try:

@@ -12,6 +12,7 @@ from nothing; and no step deletes more than ``DELETE_STEP_ROWS`` rows.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ import apsw
 import pytest
 
 from sqlstore import Event, Session, SQLiteStore, ToolCallRecord, clock
+from sqlstore.checkpoints import ChannelBlob, CheckpointQuery, CheckpointRecord, PendingWrite
 from sqlstore.errors import SessionNotFound
 from sqlstore.events import encode_event
 from sqlstore.sqlite import deletion, rows
@@ -177,3 +179,107 @@ def test_every_step_is_bounded_on_every_delete_path(
     assert len(counts) >= 3 * 13 and max(counts) <= 100
     assert _raw_count(db, "SELECT count(*) FROM events") == 0
     assert _raw_count(db, "SELECT count(*) FROM tool_calls") == 0
+
+
+def _put_thread(store: SQLiteStore, thread: str, count: int) -> None:
+    """Give ``thread`` ``count`` checkpoints, each with a blob and a pending write."""
+    for n in range(count):
+        cp = CheckpointRecord(
+            thread, "", f"cp-{n:04d}", None, "json", b"{}", b'{"step": 1}', {"ch": str(n)}
+        )
+        store.checkpoints.put(cp, [ChannelBlob("ch", str(n), "json", b"1")])
+        store.checkpoints.put_writes(
+            thread, "", cp.checkpoint_id, [PendingWrite("task", 0, "ch", "json", b"2")]
+        )
+
+
+def _start(session_id: str, conn: apsw.Connection) -> bool:
+    return deletion.start(conn, session_id, clock.now_ns())
+
+
+def _checkpoint_rows(db: Path, thread: str) -> int:
+    return sum(
+        _raw_count(db, f"SELECT count(*) FROM {table} WHERE session_id = ?", thread)
+        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+    )
+
+
+def test_a_stepped_deletion_removes_the_threads_checkpoints_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the unpublishing transaction on, neither the port nor the saver reads a checkpoint."""
+    from sqlstore.integrations.langgraph import SqlstoreSaver
+
+    monkeypatch.setattr(rows, "DELETE_STEP_ROWS", 10)
+    db = tmp_path / "cp.db"
+    _fill(db, "x", 50, 5)
+    with SQLiteStore(db) as store:
+        _put_thread(store, "x", 3)
+        assert store.db.write(lambda conn: deletion.start(conn, "x", clock.now_ns())) is True
+        assert store.db.read(deletion.pending) == ["x"]  # steps remain: events, audit rows
+        assert _checkpoint_rows(db, "x") == 0
+        assert store.checkpoints.get("x", "") is None
+        assert store.checkpoints.page(CheckpointQuery(thread_id="x")).entries == []
+        assert store.checkpoints.thread_ids() == []
+        saver = SqlstoreSaver(store)
+        config = {"configurable": {"thread_id": "x", "checkpoint_ns": ""}}
+        assert saver.get_tuple(config) is None  # type: ignore[arg-type]
+        assert list(saver.list(config)) == []  # type: ignore[arg-type]
+
+
+def test_a_checkpoint_put_under_a_pending_deletion_starts_a_new_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put (or put_writes) while steps remain finishes the deletion first and then survives."""
+    monkeypatch.setattr(rows, "DELETE_STEP_ROWS", 10)
+    db = tmp_path / "put.db"
+    for sid in ("x", "y"):
+        _fill(db, sid, 50, 5)
+    with SQLiteStore(db) as store:
+        _put_thread(store, "x", 2)
+        for sid in ("x", "y"):
+            store.db.write(functools.partial(_start, sid))
+        late = CheckpointRecord("x", "", "cp-late", None, "json", b"{}", b"{}", {})
+        store.checkpoints.put(late, [], session=Session.new("x"))
+        store.checkpoints.put_writes("y", "", "cp-y", [PendingWrite("t", 0, "c", "json", b"3")])
+        assert store.db.read(deletion.pending) == []
+        assert list(store.events.read("x")) == [] and store.audit.list("y") == []
+    with SQLiteStore(db) as store:  # nothing left for the next open to finish away
+        entry = store.checkpoints.get("x", "")
+        assert entry is not None and entry.record.checkpoint_id == "cp-late"
+        assert store.checkpoints.summary("x").checkpoints == 1
+        assert store.sessions.meta("x").id == "x"
+        assert [o.id for o in store.sessions.orphans()] == ["y"]
+    assert _checkpoint_rows(db, "y") == 1
+
+
+def test_kill_9_mid_delete_leaves_no_checkpoint_readable(tmp_path: Path) -> None:
+    """A deleter killed between steps: no checkpoint is readable; the next open finishes it."""
+    db = tmp_path / "crash-cp.db"
+    _fill(db, "long", 20_000, 3_000)
+    with SQLiteStore(db) as store:
+        _put_thread(store, "long", 5)
+        _put_thread(store, "other", 1)
+    proc = spawn("deleter", str(db), "long", "500", "0.05")
+    assert proc.stdout is not None and proc.stdout.readline() == "START\n"
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (
+        _raw_count(db, "SELECT count(*) FROM deletions")
+        and 0 < _raw_count(db, "SELECT count(*) FROM events WHERE session_id = 'long'") < 20_000
+    ):
+        assert time.monotonic() < deadline, "the deletion never got under way"
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=TIMEOUT_S)
+    assert _raw_count(db, "SELECT count(*) FROM deletions") == 1
+    assert _checkpoint_rows(db, "long") == 0
+    with SQLiteStore(db, readonly=True) as store:
+        assert store.checkpoints.get("long", "") is None
+        assert [e.record.thread_id for e in store.checkpoints.page(CheckpointQuery()).entries] == [
+            "other"
+        ]
+    with SQLiteStore(db) as store:  # a writable open finishes the deletion
+        assert store.checkpoints.thread_ids() == ["other"]
+    assert _raw_count(db, "SELECT count(*) FROM events WHERE session_id = 'long'") == 0
+    assert _raw_count(db, "SELECT count(*) FROM deletions") == 0
+    assert integrity(db) == ["ok"]

@@ -62,6 +62,19 @@ def console_script() -> str:
     return found
 
 
+def raw_head(port: int, request: bytes) -> bytes:
+    """Send one raw HTTP request to the loopback server on ``port``; return the response head."""
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
+        sock.sendall(request)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    return head
+
+
 @pytest.fixture
 def demo_db(tmp_path: Path) -> Path:
     """A closed demo store file (see tests/ui/demo_store.py)."""

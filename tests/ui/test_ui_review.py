@@ -16,7 +16,7 @@ from sqlstore import Event, Message, Session, SQLiteStore, ToolCall, ToolCallRec
 from sqlstore.ui.app import create_app
 from sqlstore.ui.security import GuardConfig
 from tests.ui import demo_store
-from tests.ui.conftest import WAIT_S, make_viewer, start_server
+from tests.ui.conftest import WAIT_S, make_viewer, raw_head, start_server
 
 PORT = 8765
 BASE = f"http://127.0.0.1:{PORT}"
@@ -138,17 +138,7 @@ def test_tools_page_of_a_long_audit_trail_reads_only_what_it_shows(
 
 def raw_status(port: int, request: bytes) -> int:
     """Send one raw HTTP request to the server on ``port``; return the response status."""
-    import socket
-
-    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
-        sock.sendall(request)
-        head = b""
-        while b"\r\n" not in head:
-            chunk = sock.recv(1024)
-            if not chunk:
-                break
-            head += chunk
-    return int(head.split(b" ", 2)[1])
+    return int(raw_head(port, request).split(b" ", 2)[1])
 
 
 def test_host_and_token_checks_on_a_real_server(demo_db: Path) -> None:
