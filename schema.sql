@@ -162,8 +162,13 @@ CREATE TABLE checkpoints (
     body          BLOB NOT NULL,
     metadata      BLOB NOT NULL,           -- JSON object
     versions      TEXT NOT NULL,           -- JSON object: channel -> version
+    -- A rowid table (its key is an index): a checkpoint row is hundreds of bytes to
+    -- kilobytes, more than a WITHOUT ROWID row keeps in its page (488 bytes at 2 KiB
+    -- pages), which gave every put an overflow page, and appends at the end of a rowid
+    -- table split no sibling pages. Files made by pre-release builds with a WITHOUT
+    -- ROWID table work the same way, with more pages per put.
     PRIMARY KEY (session_id, ns, checkpoint_id)
-) WITHOUT ROWID;
+);
 CREATE TABLE checkpoint_blobs (
     session_id TEXT NOT NULL,
     ns         TEXT NOT NULL,

@@ -53,24 +53,36 @@ def durable(conn: sqlite3.Connection) -> None:
 
 
 def checkpoints(count: int, *, big: str = "") -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Return ``count`` (checkpoint, new_versions) pairs of a chat-like thread."""
+    """Return ``count`` (checkpoint, new_versions) pairs of a chat-like thread.
+
+    Versions are made as LangGraph makes them: one new version per step for
+    every channel the step writes, from the saver's ``get_next_version`` (the
+    baseline's, ``SqliteSaver``'s; ours has the same format: a zero-padded
+    counter and a random fraction).
+    """
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.base.id import uuid6
+    from langgraph.checkpoint.sqlite import SqliteSaver
 
+    versions = SqliteSaver(sqlite3.connect(":memory:"))
     out = []
+    first = versions.get_next_version(None, None)
+    current = first
     for step in range(count):
         cp: dict[str, Any] = dict(empty_checkpoint())
         cp["id"] = str(uuid6(clock_seq=step))
         message = {"role": "user", "content": f"message {step:08d}: summarise the attached report"}
         cp["channel_values"] = {"step": step, "last": message}
-        cp["channel_versions"] = {"step": step + 1, "last": step + 1}
-        new = {"step": step + 1, "last": step + 1}
+        cp["channel_versions"] = {"step": current, "last": current}
+        new = {"step": current, "last": current}
         if big:
             cp["channel_values"]["big"] = big
-            cp["channel_versions"]["big"] = 1
+            cp["channel_versions"]["big"] = first
             if step == 0:
-                new["big"] = 1
+                new["big"] = first
         out.append((cp, new))
+        current = versions.get_next_version(current, None)
+    versions.conn.close()
     return out
 
 

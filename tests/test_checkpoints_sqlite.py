@@ -94,9 +94,9 @@ def test_put_many_rolls_back_only_the_item_that_fails_in_sql(tmp_path: Path) -> 
         assert [type(e) for _, e in db.write_each([insert(5)])] == [StoreClosed]
 
 
-def test_file_with_the_earlier_blob_key_order_works(tmp_path: Path) -> None:
-    """A schema-3 file with blobs keyed (channel, version), as main made them, works alike."""
-    from sqlstore.checkpoints import ChannelBlob, CheckpointQuery
+def test_file_with_the_earlier_checkpoint_table_shapes_works(tmp_path: Path) -> None:
+    """A schema-3 file with main's table shapes (WITHOUT ROWID, blobs by channel) works alike."""
+    from sqlstore.checkpoints import JSON_TYPE, ChannelBlob, CheckpointQuery
 
     path = tmp_path / "s.db"
     SQLiteStore(path).close()
@@ -104,22 +104,33 @@ def test_file_with_the_earlier_blob_key_order_works(tmp_path: Path) -> None:
     conn.execute(
         "DROP TABLE checkpoint_blobs; CREATE TABLE checkpoint_blobs (session_id TEXT NOT NULL, "
         "ns TEXT NOT NULL, channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, "
-        "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, channel, version)) WITHOUT ROWID"
+        "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, channel, version)) WITHOUT ROWID; "
+        "DROP TABLE checkpoints; CREATE TABLE checkpoints (session_id TEXT NOT NULL, "
+        "ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, parent_id TEXT, run_id TEXT, "
+        "type TEXT NOT NULL, body BLOB NOT NULL, metadata BLOB NOT NULL, versions TEXT NOT NULL, "
+        "PRIMARY KEY (session_id, ns, checkpoint_id)) WITHOUT ROWID"
     )
     conn.close()
     with SQLiteStore(path) as store:
         cp = store.checkpoints
         for n in range(1, 4):
             rec = CheckpointRecord(
-                "t", "", f"cp-{n:04d}", None, "json", b"{}", b"{}", {"a": str(n)}
+                "t", "", f"cp-{n:04d}", None, JSON_TYPE, b"{}", b"{}", {"a": str(n)}
             )
             cp.put(
                 rec,
-                [ChannelBlob("a", str(n), "json", f'"v{n}"'.encode())],
+                [ChannelBlob("a", str(n), JSON_TYPE, f'"v{n}"'.encode())],
                 session=Session.new("t"),
             )
         page = cp.page(CheckpointQuery(thread_id="t"), limit=10)
         assert [e.blobs["a"].data for e in page.entries] == [b'"v3"', b'"v2"', b'"v1"']
+        docs = cp.documents(CheckpointQuery(thread_id="t"), limit=2)
+        assert [d.text for d in docs.documents] == [
+            '[{},{"a":"v3"},{},[]]',
+            '[{},{"a":"v2"},{},[]]',
+        ]
         assert cp.copy_thread("t", "u", session=Session.new("u")) == 3
         assert cp.prune(["t"]) == 2
         assert cp.summary("t").blobs == 1 and cp.summary("u").blobs == 3
+        store.sessions.delete("u")
+        assert cp.summary("u") == cp.summary("nobody")

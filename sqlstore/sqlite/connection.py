@@ -355,7 +355,7 @@ _UPGRADES: dict[int, str] = {
         "CREATE TABLE IF NOT EXISTS checkpoints (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
         "checkpoint_id TEXT NOT NULL, parent_id TEXT, run_id TEXT, type TEXT NOT NULL, "
         "body BLOB NOT NULL, metadata BLOB NOT NULL, versions TEXT NOT NULL, "
-        "PRIMARY KEY (session_id, ns, checkpoint_id)) WITHOUT ROWID; "
+        "PRIMARY KEY (session_id, ns, checkpoint_id)); "
         "CREATE TABLE IF NOT EXISTS checkpoint_blobs (session_id TEXT NOT NULL, ns TEXT NOT NULL, "
         "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, "
         "data BLOB NOT NULL, PRIMARY KEY (session_id, ns, version, channel)) WITHOUT ROWID; "
