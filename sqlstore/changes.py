@@ -50,6 +50,22 @@ class Applied:
 
 
 @dataclass(frozen=True, slots=True)
+class Unit:
+    """The arguments of one ``store.apply`` call, for writing several at once.
+
+    See :func:`sqlstore.ports.apply_each`: each unit is applied as by
+    ``store.apply(session_id, snapshot=..., events=..., audit=...,
+    expected_version=...)`` and has its own outcome.
+    """
+
+    session_id: str
+    snapshot: Session | None = None
+    events: Sequence[Event] = ()
+    audit: Sequence[ToolCallRecord] = ()
+    expected_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class EncodedEvent:
     """An event ready to store: its type and its JSON body."""
 

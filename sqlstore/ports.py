@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from sqlstore.audit import ToolCallRecord
-from sqlstore.changes import Applied
+from sqlstore.changes import Applied, Unit
 from sqlstore.checkpoint_documents import DocumentPage
 from sqlstore.checkpoints import (
     ChannelBlob,
@@ -495,6 +495,36 @@ def history_of(store: object) -> SweepHistory | None:
     """Return the store's sweep history, or None when its backend keeps none."""
     history: SweepHistory | None = getattr(store, "history", None)
     return history
+
+
+def apply_each(store: Store, units: Sequence[Unit]) -> builtins.list[Applied | BaseException]:
+    """Apply each unit as ``store.apply`` would; return its ``Applied`` or its error.
+
+    A backend may offer ``apply_many(units)`` (``SQLiteStore``: the units share
+    one transaction and one fsync, a failing unit is rolled back alone); else
+    the units are applied one after the other. Either way each unit is atomic
+    and has its own outcome; none is retried.
+    """
+    many: Callable[[Sequence[Unit]], builtins.list[Applied | BaseException]] | None
+    many = getattr(store, "apply_many", None)
+    if many is not None:
+        found: builtins.list[Applied | BaseException] = many(units)
+        return found
+    outcomes: builtins.list[Applied | BaseException] = []
+    for unit in units:
+        try:
+            outcomes.append(
+                store.apply(
+                    unit.session_id,
+                    snapshot=unit.snapshot,
+                    events=unit.events,
+                    audit=unit.audit,
+                    expected_version=unit.expected_version,
+                )
+            )
+        except Exception as exc:
+            outcomes.append(exc)
+    return outcomes
 
 
 def reads_in_process(store: object) -> bool:

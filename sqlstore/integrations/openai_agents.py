@@ -23,7 +23,10 @@ processes. The mapping onto the ports:
 
 Each operation runs in one worker thread (``asyncio.to_thread``); a write that
 has started finishes even if the awaiting task is cancelled, and the
-cancellation is raised once its outcome is known. The exception is a small read
+cancellation is raised once its outcome is known. The ``add_items`` calls made
+on one store in the same round of an event loop (many conversations served by
+one loop) share one worker job and one commit, each call still its own
+conditional unit (:mod:`sqlstore.integrations.openai_batch`). The exception is a small read
 of a local store (SQLite, memory): ``get_items(limit)`` with a limit of at most
 ``INLINE_READ_MAX_ITEMS`` runs on the event loop itself. It is an index seek of
 that many records (plus one per pop it spans) whose cost is mostly Python under
@@ -56,6 +59,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without the e
     ) from exc
 
 from sqlstore import clock
+from sqlstore.changes import Applied, Unit
 from sqlstore.errors import (
     CursorExpired,
     InvalidEvent,
@@ -64,7 +68,7 @@ from sqlstore.errors import (
     StoreError,
     VersionConflict,
 )
-from sqlstore.integrations import item_stack, openai_items
+from sqlstore.integrations import item_stack, openai_batch, openai_items
 from sqlstore.integrations.openai_items import MARKER_KEY, InvalidItem
 from sqlstore.integrations.targets import StoreTarget, resolve_store
 from sqlstore.model import JSON, Principal, validate_session_id
@@ -139,6 +143,7 @@ class SqlstoreSession:
         self._labels = _labels(labels)
         self._store, self._owns_store = resolve_store(store)
         self._inline = reads_in_process(self._store)
+        self._batcher = openai_batch.batcher_for(self._store)
         self._lock = threading.Lock()
         self._seen: tuple[Session, int] | None = None
         self._closed = False
@@ -179,7 +184,7 @@ class SqlstoreSession:
         events = openai_items.item_events(items)
         if not events:
             return
-        await _finish(asyncio.to_thread(self._locked, self._add_items, items, events))
+        await _finish(self._batcher.add(self, items, events))
 
     async def pop_item(self) -> Any | None:
         """Remove and return the newest item, or None when there is none.
@@ -231,6 +236,20 @@ class SqlstoreSession:
     def _add_once(
         self, base: Session | None, version: int, items: list[Any], events: list[Any]
     ) -> tuple[None, Session, int]:
+        unit, snap = self._add_unit(base, version, items, events)
+        applied = self._store.apply(
+            unit.session_id,
+            snapshot=unit.snapshot,
+            events=unit.events,
+            audit=unit.audit,
+            expected_version=unit.expected_version,
+        )
+        return None, snap, int(applied.version)
+
+    def _add_unit(
+        self, base: Session | None, version: int, items: list[Any], events: list[Any]
+    ) -> tuple[Unit, Session]:
+        """Return the unit of work of ``add_items`` on (base, version) and the snapshot after it."""
         fresh = base is None
         if base is None:
             base = Session.new(self.session_id, owner=self._owner, labels=self._labels)
@@ -242,14 +261,28 @@ class SqlstoreSession:
         # The snapshot is rewritten only when what listing shows changes (title, counts,
         # calls awaiting output); the version check guards the log either way.
         changed = fresh or openai_items.listing_changed(base, snap)
-        applied = self._store.apply(
+        unit = Unit(
             self.session_id,
             snapshot=snap if changed else None,
             events=events,
             audit=audit,
             expected_version=version,
         )
-        return None, snap, int(applied.version)
+        return unit, snap
+
+    def _batched_unit(self, items: list[Any], events: list[Any]) -> tuple[Unit, Session]:
+        """Return this session's unit for a batch (caller holds the lock; see openai_batch)."""
+        self._check_open()
+        base, version = self._seen if self._seen is not None else self._load()
+        return self._add_unit(base, version, items, events)
+
+    def _batched_outcome(self, snap: Session, outcome: Applied | BaseException) -> bool:
+        """Record a batched unit's outcome (caller holds the lock); False: redo it alone."""
+        if isinstance(outcome, Applied):
+            self._seen = (snap, int(outcome.version))
+            return True
+        self._seen = None
+        return False
 
     def _pop_item(self) -> Any | None:
         return self._retry(self._pop_once)

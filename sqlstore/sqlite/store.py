@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+
+import apsw
 
 from sqlstore.audit import ToolCallRecord
-from sqlstore.changes import Applied, prepare
+from sqlstore.changes import Applied, ChangeSet, Unit, prepare
 from sqlstore.events import Event
 from sqlstore.model import JSON
 from sqlstore.ports import Closeable
@@ -144,9 +146,54 @@ class SQLiteStore(Closeable):
         )
         return self.db.write(lambda conn: apply_changes(conn, changes))
 
+    def apply_many(self, units: Sequence[Unit]) -> list[Applied | BaseException]:
+        """Apply several units as one member of the group commit; an outcome per unit.
+
+        Each unit is exactly one ``apply`` (validated, conditional, atomic); when
+        none fails they share one transaction and one fsync. A unit that fails
+        (bad input, ``VersionConflict``) gets its error and leaves nothing: the
+        others are then written without it. A failure to begin or commit (busy,
+        disk full) is every unit's outcome. See :func:`sqlstore.ports.apply_each`.
+        """
+        prepared: list[ChangeSet | BaseException] = []
+        for unit in units:
+            try:
+                prepared.append(_prepared(unit))
+            except Exception as exc:  # bad input: refused before anything is written
+                prepared.append(exc)
+        valid = [changes for changes in prepared if isinstance(changes, ChangeSet)]
+        written = self.db.write_each([_applier(changes) for changes in valid]) if valid else []
+        results = iter(written)
+        outcomes: list[Applied | BaseException] = []
+        for changes in prepared:
+            if isinstance(changes, BaseException):
+                outcomes.append(changes)
+                continue
+            result, error = next(results)
+            if error is not None:
+                outcomes.append(error)
+            else:
+                assert result is not None
+                outcomes.append(result)
+        return outcomes
+
     def close(self) -> None:
         """Close every connection; idempotent."""
         self.db.close()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, durability={self.db.durability!r})"
+
+
+def _prepared(unit: Unit) -> ChangeSet:
+    return prepare(
+        unit.session_id,
+        snapshot=unit.snapshot,
+        events=unit.events,
+        audit=unit.audit,
+        expected_version=unit.expected_version,
+    )
+
+
+def _applier(changes: ChangeSet) -> Callable[[apsw.Connection], Applied]:
+    return lambda conn: apply_changes(conn, changes)

@@ -1,0 +1,138 @@
+"""Concurrent ``add_items`` calls of one event-loop round share one worker job and one commit.
+
+A server runs many conversations in one event loop: 8 tasks each awaiting
+``add_items`` on its own session would otherwise cost two thread hops per call
+and one member per call in the store's group commit, with the worker threads
+contending for the GIL. ``AddBatcher`` queues every ``add_items`` made on a
+store before the loop runs its next round of callbacks and hands them to one
+worker-thread job (one hop there, one back), which builds each call's unit
+under its session's lock and writes them all with
+:func:`sqlstore.ports.apply_each` (on SQLite one transaction and one fsync,
+each unit still its own: one that fails is rolled back alone).
+
+Each call keeps the semantics of an ``add_items`` alone: its unit is
+conditional on the version its session last saw; a unit refused for a
+conflict, an expired read or an item that does not encode is redone by the
+session's own retrying path, after the batch, in call order. A call whose
+session is busy (another of its operations holds the lock, or it appears twice
+in the round) also runs on its own after the batch, so a session's calls are
+written in the order they were made. Each caller gets its own result or error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from sqlstore.changes import Unit
+from sqlstore.errors import CursorExpired, InvalidEvent, VersionConflict
+from sqlstore.ports import Store, apply_each
+from sqlstore.session import Session
+
+if TYPE_CHECKING:
+    from sqlstore.integrations.openai_agents import SqlstoreSession
+
+Call = tuple["SqlstoreSession", list[Any], list[Any]]
+"""One queued ``add_items``: the session, its items and their events."""
+
+REDO_ALONE = (VersionConflict, CursorExpired, InvalidEvent)
+"""Outcomes of a batched unit that the session's own retrying path redoes."""
+
+_BATCHERS: weakref.WeakKeyDictionary[Any, AddBatcher] = weakref.WeakKeyDictionary()
+
+
+def batcher_for(store: Store) -> AddBatcher:
+    """Return the batcher shared by every ``SqlstoreSession`` on ``store``."""
+    try:
+        found = _BATCHERS.get(store)
+        if found is None:
+            found = _BATCHERS[store] = AddBatcher(store)
+        return found
+    except TypeError:  # a store that takes no weak reference: a batcher of its own
+        return AddBatcher(store)
+
+
+class AddBatcher:
+    """Queues ``add_items`` calls per event loop; writes each round of them as one job."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._queues: dict[asyncio.AbstractEventLoop, list[tuple[Call, asyncio.Future[None]]]] = {}
+
+    def add(self, session: SqlstoreSession, items: list[Any], events: list[Any]) -> Any:
+        """Queue one call for this loop's next job; return the future of its outcome."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = []
+            # After the callbacks already scheduled: the other tasks woken with this one.
+            loop.call_soon(self._flush, loop)
+        queue.append(((session, items, events), waiter))
+        return waiter
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch = self._queues.pop(loop, [])
+        if not batch:
+            return
+        job = loop.run_in_executor(None, self._run, [call for call, _ in batch])
+        job.add_done_callback(lambda done: _hand_out(done, batch))
+
+    def _run(self, calls: list[Call]) -> list[BaseException | None]:
+        """Write ``calls`` (in a worker thread); return each call's error, or None."""
+        results: list[BaseException | None] = [None] * len(calls)
+        held: list[SqlstoreSession] = []
+        batched: list[tuple[int, Unit, Session]] = []
+        alone: list[int] = []
+        try:
+            for index, (session, items, events) in enumerate(calls):
+                if session in held or not session._lock.acquire(blocking=False):
+                    alone.append(index)
+                    continue
+                held.append(session)
+                try:
+                    unit, snap = session._batched_unit(items, events)
+                except Exception as exc:  # closed, foreign, unreadable: this call's error
+                    results[index] = exc
+                    continue
+                batched.append((index, unit, snap))
+            outcomes = apply_each(self._store, [unit for _, unit, _ in batched]) if batched else []
+            for (index, _, snap), outcome in zip(batched, outcomes, strict=True):
+                if calls[index][0]._batched_outcome(snap, outcome):
+                    continue
+                if isinstance(outcome, REDO_ALONE):
+                    alone.append(index)
+                else:
+                    assert isinstance(outcome, BaseException)
+                    results[index] = outcome
+        finally:
+            for session in held:
+                session._lock.release()
+        for index in sorted(alone):
+            session, items, events = calls[index]
+            try:
+                session._locked(session._add_items, items, events)
+            except Exception as exc:
+                results[index] = exc
+        return results
+
+
+def _hand_out(
+    done: asyncio.Future[list[BaseException | None]],
+    batch: list[tuple[Call, asyncio.Future[None]]],
+) -> None:
+    """Give each caller of a finished job its own outcome (on the loop's thread)."""
+    if done.cancelled():
+        errors: list[BaseException | None] = [asyncio.CancelledError()] * len(batch)
+    elif done.exception() is not None:
+        errors = [done.exception()] * len(batch)
+    else:
+        errors = done.result()
+    for error, (_, waiter) in zip(errors, batch, strict=True):
+        if waiter.done():
+            continue
+        if error is not None:
+            waiter.set_exception(error)
+        else:
+            waiter.set_result(None)
