@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +149,16 @@ def test_apply_each_gives_every_unit_its_own_outcome(tmp_path: Path, backend: st
     assert list(store.events.read("u2")) == []
     assert [e.type for e in store.events.read("u3")] == ["three"]
     store.close()
+
+
+def test_a_closed_store_is_not_kept_alive_by_its_batcher(tmp_path: Path) -> None:
+    """Once its sessions and the caller drop a store, nothing of the batching keeps it."""
+    store = sqlstore.open(str(tmp_path / "s.db"))
+    session = SqlstoreSession("gone", store)
+    asyncio.run(session.add_items([{"content": "x"}]))
+    session.close()
+    store.close()
+    ref = weakref.ref(store)
+    del store, session
+    gc.collect()
+    assert ref() is None

@@ -184,7 +184,7 @@ class SqlstoreSession:
         events = openai_items.item_events(items)
         if not events:
             return
-        await _finish(self._batcher.add(self, items, events))
+        await self._batcher.add(self, items, events)
 
     async def pop_item(self) -> Any | None:
         """Remove and return the newest item, or None when there is none.

@@ -5,7 +5,8 @@ A server runs many conversations in one event loop: 8 tasks each awaiting
 and one member per call in the store's group commit, with the worker threads
 contending for the GIL. ``AddBatcher`` queues every ``add_items`` made on a
 store before the loop runs its next round of callbacks and hands them to one
-worker-thread job (one hop there, one back), which builds each call's unit
+worker-thread job (:class:`sqlstore.aio.rounds.RoundBatcher`: one hop there,
+one back), which builds each call's unit
 under its session's lock and writes them all with
 :func:`sqlstore.ports.apply_each` (on SQLite one transaction and one fsync,
 each unit still its own: one that fails is rolled back alone).
@@ -21,12 +22,14 @@ written in the order they were made. Each caller gets its own result or error.
 
 from __future__ import annotations
 
-import asyncio
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sqlstore.aio.rounds import Outcome, RoundBatcher
+from sqlstore.aio.runner import AIO_MAX_WORKERS, Runner
 from sqlstore.changes import Unit
-from sqlstore.errors import CursorExpired, InvalidEvent, VersionConflict
+from sqlstore.errors import CursorExpired, InvalidEvent, StoreClosed, VersionConflict
 from sqlstore.ports import Store, apply_each
 from sqlstore.session import Session
 
@@ -41,6 +44,16 @@ REDO_ALONE = (VersionConflict, CursorExpired, InvalidEvent)
 
 _BATCHERS: weakref.WeakKeyDictionary[Any, AddBatcher] = weakref.WeakKeyDictionary()
 
+_POOL = Runner(AIO_MAX_WORKERS)
+"""The worker threads of every batch job (shared by the stores of this process)."""
+
+
+def _reference(store: Store) -> Callable[[], Store | None]:
+    try:
+        return weakref.ref(store)
+    except TypeError:  # no weak references: the batcher is the store's own
+        return lambda: store
+
 
 def batcher_for(store: Store) -> AddBatcher:
     """Return the batcher shared by every ``SqlstoreSession`` on ``store``."""
@@ -54,33 +67,24 @@ def batcher_for(store: Store) -> AddBatcher:
 
 
 class AddBatcher:
-    """Queues ``add_items`` calls per event loop; writes each round of them as one job."""
+    """Writes each event-loop round of ``add_items`` calls on one store as one job."""
 
     def __init__(self, store: Store) -> None:
-        self._store = store
-        self._queues: dict[asyncio.AbstractEventLoop, list[tuple[Call, asyncio.Future[None]]]] = {}
+        # Weak: the batchers map holds its stores weakly, and a strong reference from
+        # the value would keep every store (and its connections) alive.
+        self._store = _reference(store)
+        self._rounds: RoundBatcher[Call] = RoundBatcher(_POOL, self._run)
 
-    def add(self, session: SqlstoreSession, items: list[Any], events: list[Any]) -> Any:
-        """Queue one call for this loop's next job; return the future of its outcome."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        queue = self._queues.get(loop)
-        if queue is None:
-            queue = self._queues[loop] = []
-            # After the callbacks already scheduled: the other tasks woken with this one.
-            loop.call_soon(self._flush, loop)
-        queue.append(((session, items, events), waiter))
-        return waiter
+    async def add(self, session: SqlstoreSession, items: list[Any], events: list[Any]) -> None:
+        """Write one call with the others of this round; return once it is durable.
 
-    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch = self._queues.pop(loop, [])
-        if not batch:
-            return
-        job = loop.run_in_executor(None, self._run, [call for call, _ in batch])
-        job.add_done_callback(lambda done: _hand_out(done, batch))
+        Shielded: a cancelled caller's write still finishes, and the cancellation
+        is raised once its outcome is known.
+        """
+        await self._rounds.call((session, items, events))
 
-    def _run(self, calls: list[Call]) -> list[BaseException | None]:
-        """Write ``calls`` (in a worker thread); return each call's error, or None."""
+    def _run(self, calls: list[Call]) -> list[Outcome]:
+        """Write ``calls`` (in a worker thread); return each call's (None, error or None)."""
         results: list[BaseException | None] = [None] * len(calls)
         held: list[SqlstoreSession] = []
         batched: list[tuple[int, Unit, Session]] = []
@@ -97,7 +101,10 @@ class AddBatcher:
                     results[index] = exc
                     continue
                 batched.append((index, unit, snap))
-            outcomes = apply_each(self._store, [unit for _, unit, _ in batched]) if batched else []
+            store = self._store()
+            if store is None:  # pragma: no cover - the sessions hold the store
+                raise StoreClosed("the store of these sessions is gone")
+            outcomes = apply_each(store, [unit for _, unit, _ in batched]) if batched else []
             for (index, _, snap), outcome in zip(batched, outcomes, strict=True):
                 if calls[index][0]._batched_outcome(snap, outcome):
                     continue
@@ -115,24 +122,4 @@ class AddBatcher:
                 session._locked(session._add_items, items, events)
             except Exception as exc:
                 results[index] = exc
-        return results
-
-
-def _hand_out(
-    done: asyncio.Future[list[BaseException | None]],
-    batch: list[tuple[Call, asyncio.Future[None]]],
-) -> None:
-    """Give each caller of a finished job its own outcome (on the loop's thread)."""
-    if done.cancelled():
-        errors: list[BaseException | None] = [asyncio.CancelledError()] * len(batch)
-    elif done.exception() is not None:
-        errors = [done.exception()] * len(batch)
-    else:
-        errors = done.result()
-    for error, (_, waiter) in zip(errors, batch, strict=True):
-        if waiter.done():
-            continue
-        if error is not None:
-            waiter.set_exception(error)
-        else:
-            waiter.set_result(None)
+        return [(None, error) for error in results]

@@ -7,7 +7,7 @@ loop never waits on them) on a bounded thread pool of its own, through
 writes are shielded from cancellation. The ``aput`` calls made in one round
 of the event loop (concurrent graph runs) are stored by one job: one thread
 hop each way and, on SQLite, one transaction and one fsync for all of them
-(:mod:`~sqlstore.integrations.langgraph.batching`). Listings
+(:mod:`~sqlstore.aio.rounds`). Listings
 page by key: each page is one short read (checkpoints with their blobs and
 writes, no query per checkpoint) and nothing is held open while the caller
 consumes the tuples.
@@ -36,6 +36,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 import sqlstore
+from sqlstore.aio.rounds import Outcome, RoundBatcher
 from sqlstore.aio.runner import AIO_MAX_WORKERS, Runner
 from sqlstore.checkpoints import (
     CHECKPOINT_PAGE_ROWS,
@@ -46,7 +47,6 @@ from sqlstore.checkpoints import (
 )
 from sqlstore.errors import SessionNotFound
 from sqlstore.integrations.langgraph import config as cfg
-from sqlstore.integrations.langgraph.batching import Outcome, PutBatcher
 from sqlstore.integrations.langgraph.serde import JsonSerializer
 from sqlstore.ports import CheckpointStore, Closeable, Store, checkpoints_of
 from sqlstore.session import Session
@@ -129,7 +129,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
         self.store, self._owned = open_store(store, options)
         self.checkpoints: CheckpointStore = self.store.checkpoints  # type: ignore[attr-defined]
         self._runner = Runner(AIO_MAX_WORKERS)
-        self._puts: PutBatcher[PutCall] = PutBatcher(self._runner, self._put_batch)
+        self._puts: RoundBatcher[PutCall] = RoundBatcher(self._runner, self._put_batch)
         self._new_sessions: dict[str, Session] = {}
 
     @classmethod
@@ -295,7 +295,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
             return self
         clone = copy.copy(self)
         clone.serde = self.serde.with_allowed(*found)
-        clone._puts = PutBatcher(clone._runner, clone._put_batch)  # encodes with its serde
+        clone._puts = RoundBatcher(clone._runner, clone._put_batch)  # encodes with its serde
         return clone
 
     # -- async -------------------------------------------------------------------
@@ -335,7 +335,7 @@ class SqlstoreSaver(BaseCheckpointSaver[str], Closeable):
         """Async :meth:`put` (the write completes even if the caller is cancelled).
 
         The ``aput`` calls of one loop's round are stored by one worker-thread
-        job and one commit (see :mod:`~sqlstore.integrations.langgraph.batching`).
+        job and one commit (see :mod:`~sqlstore.aio.rounds`).
         """
         result: RunnableConfig = await self._puts.call((config, checkpoint, metadata, new_versions))
         return result

@@ -1,19 +1,21 @@
-"""``PutBatcher``: the ``aput`` calls ready at once on an event loop share one job.
+"""``RoundBatcher``: the write calls ready at once on an event loop share one worker job.
 
-Concurrent graph runs on one loop (8 tasks each awaiting ``aput``) would
-otherwise cost two thread hops per call and one member per call in the
-store's group commit. The batcher queues every call made before the loop
-runs its next round of callbacks, hands them to one worker-thread job (one
-hop there, one back), where they are encoded and stored by
-``CheckpointStore.put_many`` (on SQLite one transaction and one fsync, each
-checkpoint still its own unit: one that fails is rolled back alone). Each
-caller returns once its checkpoint is durable, with its own result or error.
+Concurrent tasks on one loop (8 graph runs each awaiting ``aput``, 8
+conversations each awaiting ``add_items``) would otherwise cost two thread hops
+per call and one member per call in the store's group commit, with the worker
+threads contending for the GIL. The batcher queues every call made before the
+loop runs its next round of callbacks and hands them to one worker-thread job
+(one hop there, one back); the job's function writes them together (on SQLite
+one transaction and one fsync, each call still its own unit: one that fails is
+rolled back alone) and returns each call's own result or error. Used by the
+LangGraph saver (``CheckpointStore.put_many``) and the OpenAI Agents session
+(``sqlstore.ports.apply_each``).
 
-Like every write of :class:`~sqlstore.aio.runner.Runner`, a queued put is
+Like every write of :class:`~sqlstore.aio.runner.Runner`, a queued call is
 shielded: cancelling its caller does not stop it, and the caller's
-``CancelledError`` is raised only once the put has ended (a failure nobody
+``CancelledError`` is raised only once the call has ended (a failure nobody
 awaits then is logged on ``sqlstore.aio``). ``Runner.drain`` waits for the
-jobs, so ``aclose`` never closes the store under a batch.
+jobs, so closing a store through its runner never closes it under a batch.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ Outcome = tuple[Any, BaseException | None]
 log = logging.getLogger("sqlstore.aio")
 
 
-class PutBatcher(Generic[A]):
+class RoundBatcher(Generic[A]):
     """Queues calls per event loop and runs each round of them as one batch job.
 
     Args:
@@ -67,7 +69,7 @@ class PutBatcher(Generic[A]):
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait([waiter])
             if not waiter.cancelled() and waiter.exception() is not None:
-                log.warning("a put whose caller was cancelled failed: %r", waiter.exception())
+                log.warning("a write whose caller was cancelled failed: %r", waiter.exception())
             raise
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
