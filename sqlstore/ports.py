@@ -513,18 +513,21 @@ def apply_each(store: Store, units: Sequence[Unit]) -> builtins.list[Applied | B
     outcomes: builtins.list[Applied | BaseException] = []
     for unit in units:
         try:
-            outcomes.append(
-                store.apply(
-                    unit.session_id,
-                    snapshot=unit.snapshot,
-                    events=unit.events,
-                    audit=unit.audit,
-                    expected_version=unit.expected_version,
-                )
-            )
+            outcomes.append(apply_unit(store, unit))
         except Exception as exc:
             outcomes.append(exc)
     return outcomes
+
+
+def apply_unit(store: Store, unit: Unit) -> Applied:
+    """Return ``store.apply`` of one unit (its errors raised as ``apply`` raises them)."""
+    return store.apply(
+        unit.session_id,
+        snapshot=unit.snapshot,
+        events=unit.events,
+        audit=unit.audit,
+        expected_version=unit.expected_version,
+    )
 
 
 def reads_in_process(store: object) -> bool:

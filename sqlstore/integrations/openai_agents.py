@@ -26,8 +26,10 @@ has started finishes even if the awaiting task is cancelled, and the
 cancellation is raised once its outcome is known. The ``add_items`` calls made
 on one store in the same round of an event loop (many conversations served by
 one loop) share one worker job and one commit, each call still its own
-conditional unit (:mod:`sqlstore.integrations.openai_batch`). The exception is a small read
-of a local store (SQLite, memory): ``get_items(limit)`` with a limit of at most
+conditional unit (:mod:`sqlstore.integrations.openai_batch`).
+
+The one operation that does not take a worker thread is a small read of a local
+store (SQLite, memory): ``get_items(limit)`` with a limit of at most
 ``INLINE_READ_MAX_ITEMS`` runs on the event loop itself. It is an index seek of
 that many records (plus one per pop it spans) whose cost is mostly Python under
 the GIL — which a worker thread would hold against the loop anyway — while the
@@ -72,7 +74,7 @@ from sqlstore.integrations import item_stack, openai_batch, openai_items
 from sqlstore.integrations.openai_items import MARKER_KEY, InvalidItem
 from sqlstore.integrations.targets import StoreTarget, resolve_store
 from sqlstore.model import JSON, Principal, validate_session_id
-from sqlstore.ports import reads_in_process
+from sqlstore.ports import apply_unit, reads_in_process
 from sqlstore.session import Session
 
 __all__ = ["ForeignSession", "InvalidItem", "SessionClosed", "SqlstoreSession"]
@@ -237,14 +239,7 @@ class SqlstoreSession:
         self, base: Session | None, version: int, items: list[Any], events: list[Any]
     ) -> tuple[None, Session, int]:
         unit, snap = self._add_unit(base, version, items, events)
-        applied = self._store.apply(
-            unit.session_id,
-            snapshot=unit.snapshot,
-            events=unit.events,
-            audit=unit.audit,
-            expected_version=unit.expected_version,
-        )
-        return None, snap, int(applied.version)
+        return None, snap, int(apply_unit(self._store, unit).version)
 
     def _add_unit(
         self, base: Session | None, version: int, items: list[Any], events: list[Any]
